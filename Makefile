@@ -1,0 +1,47 @@
+# The front door.  Every target installs what it needs.
+#
+#   make check    everything: deps, tree, checkpatch, build, tests in L1
+#   make build    the patched kernel, perf and the KVM selftests
+#   make tree     materialise build/linux: base + patches/ with git am
+#   make export   write the commits of build/linux back into patches/
+#   make l1 RUN='command'   run a command inside L1, with the log check
+#   make clean    remove build/ (keeps the ccache)
+
+S := scripts
+
+.PHONY: all check build deps tree export kernel perf selftests l1 clean distclean
+
+all: build
+
+check:
+	@bash $(S)/check.sh
+
+deps:
+	@bash $(S)/deps.sh
+
+tree: deps
+	@bash $(S)/tree.sh
+
+export:
+	@bash $(S)/export.sh
+
+kernel: tree
+	@bash -c '. $(S)/lib.sh; stage build-kernel bash $(S)/build-kernel.sh'
+
+perf: tree
+	@bash -c '. $(S)/lib.sh; stage build-perf bash $(S)/build-perf.sh'
+
+selftests: kernel
+	@bash -c '. $(S)/lib.sh; stage build-selftests bash $(S)/build-selftests.sh'
+
+build: kernel perf selftests
+
+l1:
+	@test -n "$(RUN)" || { echo "usage: make l1 RUN='command'"; exit 2; }
+	@bash $(S)/l1-run.sh sh -c '$(RUN)'
+
+clean:
+	rm -rf build/kbuild build/perf build/selftests build/out build/bzImage
+
+distclean:
+	rm -rf build

@@ -1,0 +1,96 @@
+#!/bin/bash
+# 'make check': everything, from nothing, ending in "N passed, N failed,
+# N skipped" and a non-zero exit on any failure.
+#   deps -> tree -> checkpatch + export round trip -> build ->
+#   harness tests (log check, injected WARN in L1) -> the L1 suite
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+RESULTS=$OUT/check
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+: >"$RESULTS/results.txt"
+t0=$(date +%s)
+
+record() { echo "$1 $2" >>"$RESULTS/results.txt"; echo "$1 $2"; }
+
+summary() {
+	local passed failed skipped
+	echo "=== total: $(($(date +%s) - t0))s"
+	passed=$(grep -c '^PASS' "$RESULTS/results.txt")
+	failed=$(grep -c '^FAIL' "$RESULTS/results.txt")
+	skipped=$(grep -c '^SKIP' "$RESULTS/results.txt")
+	grep '^FAIL' "$RESULTS/results.txt" | sed 's/^/failed: /'
+	echo "$passed passed, $failed failed, $skipped skipped"
+	[ "$failed" -eq 0 ]
+}
+
+# A stage everything after it depends on: on failure, count it and stop.
+must() {
+	stage "$@" && return 0
+	record FAIL "stage/$1"
+	summary
+	exit 1
+}
+
+checkpatch() {
+	local p
+	while read -r p; do
+		case "$p" in ''|'#'*|0000-cover-letter.patch) continue ;; esac
+		if "$TREE/scripts/checkpatch.pl" --strict --quiet --no-tree \
+			"$TOP/patches/$p" >"$RESULTS/checkpatch.log" 2>&1; then
+			record PASS "checkpatch/$p"
+		else
+			record FAIL "checkpatch/$p"
+			sed 's/^/    | /' "$RESULTS/checkpatch.log"
+		fi
+	done <"$TOP/patches/series"
+}
+
+roundtrip() {
+	local scratch
+	scratch=$(mktemp -d)
+	if PATCHES=$scratch bash "$TOP/scripts/export.sh" >/dev/null &&
+		diff -ru "$TOP/patches" "$scratch" >"$RESULTS/roundtrip.diff"; then
+		record PASS harness/export-roundtrip
+	else
+		record FAIL harness/export-roundtrip
+		head -n 40 "$RESULTS/roundtrip.diff" | sed 's/^/    | /'
+	fi
+	rm -rf "$scratch"
+}
+
+harness() {
+	local t name
+	for t in "$TOP"/tests/harness/*-test.sh; do
+		name=$(basename "$t" .sh)
+		if bash "$t" >"$RESULTS/$name.log" 2>&1; then
+			record PASS "harness/$name"
+		else
+			record FAIL "harness/$name"
+			tail -n 60 "$RESULTS/$name.log" | sed 's/^/    | /'
+		fi
+	done
+}
+
+l1suite() {
+	local rc=0
+	bash "$TOP/scripts/l1-run.sh" -t 2400 -n suite bash "$TOP/tests/l1/run.sh" || rc=$?
+	[ -f "$OUT/l1/suite/results.txt" ] && cat "$OUT/l1/suite/results.txt" >>"$RESULTS/results.txt"
+	# Passing tests in a kernel whose log shows a report still fail the run.
+	if [ $rc -ne 0 ] && ! grep -q '^FAIL' "$OUT/l1/suite/results.txt" 2>/dev/null; then
+		record FAIL "l1/kernel-log-or-boot"
+	fi
+	return 0
+}
+
+must deps bash "$TOP/scripts/deps.sh"
+must tree bash "$TOP/scripts/tree.sh"
+stage checkpatch checkpatch
+stage export-roundtrip roundtrip
+must build-kernel bash "$TOP/scripts/build-kernel.sh"
+must build-perf bash "$TOP/scripts/build-perf.sh"
+must build-selftests bash "$TOP/scripts/build-selftests.sh"
+stage harness harness
+stage l1-suite l1suite
+summary

@@ -1,0 +1,42 @@
+#!/bin/bash
+# Install every Debian package the build, the bench and the tests need.
+# Idempotent: packages already present are skipped quickly.  Run as root
+# (CI and the developer machines are root); otherwise sudo is used.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+packages=(
+	# kernel build
+	build-essential bc bison flex libelf-dev libssl-dev cpio kmod xz-utils
+	rsync git ccache perl python3
+	# perf from tools/perf
+	pkg-config libdw-dev libtraceevent-dev python3-dev python3-setuptools
+	libcap-dev zlib1g-dev libzstd-dev liblzma-dev libnuma-dev libslang2-dev
+	# KVM selftests
+	libc6-dev
+	# arm64 build check of the touched directories
+	gcc-aarch64-linux-gnu
+	# the bench: L1 under TCG, host root over 9p
+	qemu-system-x86 busybox-static
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' ||
+		missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	say "all ${#packages[@]} packages present"
+	exit 0
+fi
+
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+say "installing: ${missing[*]}"
+$SUDO apt-get update -q >/dev/null
+# The pinned kernel source is installed by scripts/source.sh, which checks
+# that the pinned version is still served; here any version will do.
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+say "installed ${#missing[@]} packages"

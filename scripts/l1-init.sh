@@ -1,0 +1,32 @@
+#!/bin/sh
+# PID 1 of the L1 kernel (see scripts/l1-run.sh).  The root file system is
+# the host's own root, read-only over 9p; the results directory is a second,
+# writable 9p share.  Runs /mnt/cmd with its output on the second serial
+# port, stores its exit status in /mnt/rc and the kernel log in /mnt/dmesg,
+# then reboots, which ends QEMU (-no-reboot).
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/tmp TERM=dumb LANG=C.UTF-8 L1=1
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm 2>/dev/null
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 results /mnt
+export L1_RESULTS=/mnt
+ulimit -c 0
+hostname l1
+
+echo "l1-init: running /mnt/cmd" >/dev/kmsg
+sh /mnt/cmd </dev/null >/dev/ttyS1 2>&1
+echo $? >/mnt/rc.tmp
+dmesg >/mnt/dmesg
+mv /mnt/rc.tmp /mnt/rc
+echo "l1-init: done, exit status $(cat /mnt/rc)" >/dev/kmsg
+umount /mnt
+sync
+/bin/busybox reboot -f

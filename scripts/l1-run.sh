@@ -1,0 +1,80 @@
+#!/bin/bash
+# Run one command inside L1 and return its exit status and output.
+#
+#   scripts/l1-run.sh [-t SECONDS] [-n NAME] COMMAND [ARG...]
+#
+# L1 is our kernel ($BUILD/bzImage) under QEMU TCG (-cpu max emulates AMD SVM
+# with nested paging, so L1 has a working /dev/kvm).  Its root is this
+# machine's root, read-only over 9p, so the command, our builds, qemu and perf
+# are all at the same paths inside.  The command runs in the current directory
+# with $L1_RESULTS pointing at a writable directory, which is
+# $OUT/l1/NAME on the host.  Its output streams here as it runs.
+#
+# Afterwards the L1 kernel log (console.log there) is checked: any WARNING,
+# BUG, Oops, lockdep, RCU or KASAN report fails the run, with the report shown.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+timeout=1200 name=run
+while getopts t:n: opt; do
+	case $opt in
+	t) timeout=$OPTARG ;;
+	n) name=$OPTARG ;;
+	*) die "usage: $0 [-t SECONDS] [-n NAME] COMMAND [ARG...]" ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -gt 0 ] || die "usage: $0 [-t SECONDS] [-n NAME] COMMAND [ARG...]"
+kernel=${L1_KERNEL:-$BUILD/bzImage}
+[ -f "$kernel" ] || die "no kernel at $kernel: run 'make build' first"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run 'make deps'"
+
+results=$OUT/l1/$name
+rm -rf "$results"
+mkdir -p "$results"
+{
+	printf 'cd %q || exit 125\n' "$PWD"
+	printf 'exec'
+	printf ' %q' "$@"
+	printf '\n'
+} >"$results/cmd"
+: >"$results/output.log"
+
+say "booting L1 for '$*' (log: $results/console.log)"
+start=$(date +%s)
+qemu_rc=0
+timeout --foreground -k 10 "$timeout" qemu-system-x86_64 \
+	-accel tcg,thread=single -cpu max -smp 2 -m 6G \
+	-display none -monitor none -nic none -no-reboot \
+	-kernel "$kernel" \
+	-append "console=ttyS0 loglevel=7 log_buf_len=8M panic=-1 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$TOP/scripts/l1-init.sh rcupdate.rcu_cpu_stall_timeout=60" \
+	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
+	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
+	-fsdev local,id=results,path="$results",security_model=none,multidevs=remap \
+	-device virtio-9p-pci,fsdev=results,mount_tag=results \
+	-serial file:"$results/console.log" -serial file:"$results/output.log" &
+qemu=$!
+tail -n +1 -f --pid=$qemu "$results/output.log" &
+tailer=$!
+wait $qemu || qemu_rc=$?
+wait $tailer 2>/dev/null || true
+elapsed=$(($(date +%s) - start))
+
+rc=0
+if [ -f "$results/rc" ]; then
+	rc=$(cat "$results/rc")
+	say "L1 finished in ${elapsed}s; command exit status $rc"
+elif [ $qemu_rc -eq 124 ] || [ $qemu_rc -eq 137 ]; then
+	say "L1 timed out after ${timeout}s; last console lines:"
+	tail -n 40 "$results/console.log" | sed 's/^/  | /'
+	rc=124
+else
+	say "L1 ended (qemu status $qemu_rc) before the command finished; last console lines:"
+	tail -n 40 "$results/console.log" | sed 's/^/  | /'
+	rc=125
+fi
+
+if ! bash "$TOP/scripts/check-log.sh" "$results/console.log"; then
+	[ "$rc" -ne 0 ] || rc=3
+fi
+exit "$rc"

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Materialise the work tree: the base commit (scripts/source.sh), then every
+# patch of patches/series applied with 'git am', one commit each, on the
+# branch 'series'.
+#
+# Idempotent: a tree whose commits already export to exactly patches/ is left
+# alone.  A tree holding commits that are not exported yet is never thrown
+# away unless FORCE=1.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+bash "$TOP/scripts/source.sh"
+cd "$TREE"
+
+identity() {
+	git config user.name >/dev/null 2>&1 ||
+		git config user.name "$(git -C "$TOP" config user.name || echo "Guest callchain developers")"
+	git config user.email >/dev/null 2>&1 ||
+		git config user.email "$(git -C "$TOP" config user.email || echo "nobody@localhost")"
+}
+identity
+
+if git rev-parse -q --verify refs/heads/series >/dev/null; then
+	if [ "${FORCE:-0}" != 1 ]; then
+		scratch=$(mktemp -d)
+		trap 'rm -rf "$scratch"' EXIT
+		PATCHES=$scratch bash "$TOP/scripts/export.sh" >/dev/null
+		if diff -r -q -x cover-description.txt "$scratch" "$TOP/patches" >/dev/null 2>&1 &&
+			[ -z "$(git status --porcelain --untracked-files=no)" ]; then
+			say "tree at $TREE already matches patches/ ($(git rev-list --count base..series) commits)"
+			exit 0
+		fi
+		die "the tree has commits or changes that differ from patches/: 'make export' them, or 'make tree FORCE=1' to discard them"
+	fi
+	git am --abort >/dev/null 2>&1 || true
+fi
+
+git checkout -q -f -B series base
+git clean -q -f -d
+n=0
+while read -r patch; do
+	case "$patch" in ''|'#'*|0000-cover-letter.patch) continue ;; esac
+	git am -q --keep-cr "$TOP/patches/$patch" || die "patches/$patch does not apply; see 'git -C $TREE am --show-current-patch'"
+	n=$((n + 1))
+done <"$TOP/patches/series"
+say "tree at $TREE: base + $n patches on branch 'series'"

@@ -1,0 +1,48 @@
+#!/bin/bash
+# Runs inside L1 (scripts/l1-run.sh): the KVM selftests of
+# tests/l1/kvm-selftests, then every command of tests/l1/suite.  Prints a
+# line per test and writes "PASS|FAIL|SKIP name" lines to
+# $L1_RESULTS/results.txt for the host's summary.  KVM selftests exit 4
+# (KSFT_SKIP) when they skip.
+set -uo pipefail
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$TOP/build}
+RESULTS=${L1_RESULTS:-/tmp}
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+: >"$RESULTS/results.txt"
+mkdir -p "$RESULTS/tests"
+
+echo "L1: $(uname -r), $(nproc) CPUs, kvm_amd nested paging: $(cat /sys/module/kvm_amd/parameters/npt 2>/dev/null || echo n/a)"
+[ -c /dev/kvm ] || echo "L1: WARNING: no /dev/kvm; KVM tests will skip"
+
+run_one() {
+	local name=$1 start rc verdict
+	shift
+	start=$(date +%s)
+	timeout -k 5 "$TEST_TIMEOUT" "$@" >"$RESULTS/tests/${name//\//_}.log" 2>&1
+	rc=$?
+	case $rc in
+	0) verdict=PASS ;;
+	4) verdict=SKIP ;;
+	124) verdict=FAIL; echo "timed out after ${TEST_TIMEOUT}s" >>"$RESULTS/tests/${name//\//_}.log" ;;
+	*) verdict=FAIL ;;
+	esac
+	printf '%s %s (%ds)\n' "$verdict" "$name" $(($(date +%s) - start))
+	if [ $verdict != PASS ]; then
+		tail -n 25 "$RESULTS/tests/${name//\//_}.log" | sed 's/^/    | /'
+	fi
+	echo "$verdict $name" >>"$RESULTS/results.txt"
+}
+
+while read -r t; do
+	case "$t" in ''|'#'*) continue ;; esac
+	run_one "kvm/$t" "$BUILD/selftests/kvm/$t"
+done <"$TOP/tests/l1/kvm-selftests"
+
+if [ -f "$TOP/tests/l1/suite" ]; then
+	while read -r name cmd; do
+		case "$name" in ''|'#'*) continue ;; esac
+		run_one "$name" bash -c "cd '$TOP' && $cmd"
+	done <"$TOP/tests/l1/suite"
+fi
+! grep -q '^FAIL' "$RESULTS/results.txt"
