@@ -1,0 +1,33 @@
+#!/bin/bash
+# Cross-compile, for arm64, the directories the series touches: arm64 does not
+# opt in to guest call chains, and must build unchanged, with no stubs of its
+# own.  Also covers kernel/bpf (the x86 test kernel has no BPF), and checks
+# that the x86-only parts stay x86-only.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+ABUILD=$BUILD/arm64
+mkdir -p "$ABUILD"
+amake() {
+	make -s -C "$TREE" O="$ABUILD" ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- \
+		CC="ccache aarch64-linux-gnu-gcc" -j"$(nproc)" "$@"
+}
+
+frag=$TOP/config/arm64-check.config
+stamp=$ABUILD/.fragment.sha
+if [ ! -f "$ABUILD/.config" ] || ! sha1sum -c --status "$stamp" 2>/dev/null; then
+	say "configuring arm64: tinyconfig + config/arm64-check.config"
+	amake tinyconfig >/dev/null
+	"$TREE/scripts/kconfig/merge_config.sh" -m -O "$ABUILD" "$ABUILD/.config" "$frag" >/dev/null
+	amake olddefconfig >/dev/null
+	for opt in CONFIG_KVM=y CONFIG_PERF_EVENTS=y CONFIG_BPF_SYSCALL=y; do
+		grep -qxF "$opt" "$ABUILD/.config" || die "arm64 config lacks $opt"
+	done
+	sha1sum "$frag" >"$stamp"
+fi
+if grep -q '^CONFIG_HAVE_KVM_GUEST_CALLCHAIN=y' "$ABUILD/.config"; then
+	die "arm64 selects HAVE_KVM_GUEST_CALLCHAIN"
+fi
+say "building arm64 kernel/events/ kernel/bpf/ arch/arm64/kvm/ arch/arm64/kernel/"
+amake kernel/events/ kernel/bpf/ arch/arm64/kvm/ arch/arm64/kernel/
+say "arm64 build of the touched directories passed"
