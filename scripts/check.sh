@@ -1,8 +1,10 @@
 #!/bin/bash
 # 'make check': everything, from nothing, ending in "N passed, N failed,
 # N skipped" and a non-zero exit on any failure.
-#   deps -> tree -> checkpatch + export round trip -> build ->
-#   harness tests (log check, injected WARN in L1) -> the L1 suite
+#   deps -> tree -> checkpatch + export round trip -> build (x86 kernel,
+#   perf, selftests) -> arm64 build of the touched directories -> every
+#   patch builds on its own -> harness tests (log check, injected WARN in
+#   L1, contributor workflow) -> the L1 suite
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -31,6 +33,19 @@ must() {
 	record FAIL "stage/$1"
 	summary
 	exit 1
+}
+
+# A stage that is itself a test: count it, go on either way.
+tested() {
+	local name=$1
+	shift
+	if stage "$name" "$@" >"$RESULTS/$name.log" 2>&1; then
+		grep '^=== stage' "$RESULTS/$name.log"
+		record PASS "build/$name"
+	else
+		tail -n 40 "$RESULTS/$name.log" | sed 's/^/    | /'
+		record FAIL "build/$name"
+	fi
 }
 
 checkpatch() {
@@ -91,6 +106,8 @@ stage export-roundtrip roundtrip
 must build-kernel bash "$TOP/scripts/build-kernel.sh"
 must build-perf bash "$TOP/scripts/build-perf.sh"
 must build-selftests bash "$TOP/scripts/build-selftests.sh"
+tested arm64 bash "$TOP/scripts/build-arm64.sh"
+tested bisect bash "$TOP/scripts/bisect-build.sh"
 stage harness harness
 stage l1-suite l1suite
 summary
