@@ -56,7 +56,7 @@ timeout --foreground -k 10 "$timeout" qemu-system-x86_64 \
 	-device virtio-9p-pci,fsdev=results,mount_tag=results \
 	-serial file:"$results/console.log" -serial file:"$results/output.log" &
 qemu=$!
-tail -n +1 -f --pid=$qemu "$results/output.log" &
+tail -n +1 -f --pid=$qemu "$results/output.log" | tr -d '\r' &
 tailer=$!
 wait $qemu || qemu_rc=$?
 wait $tailer 2>/dev/null || true
