@@ -13,18 +13,7 @@ amake() {
 		CC="ccache aarch64-linux-gnu-gcc" -j"$(nproc)" "$@"
 }
 
-frag=$TOP/config/arm64-check.config
-stamp=$ABUILD/.fragment.sha
-if [ ! -f "$ABUILD/.config" ] || ! sha1sum -c --status "$stamp" 2>/dev/null; then
-	say "configuring arm64: tinyconfig + config/arm64-check.config"
-	amake tinyconfig >/dev/null
-	"$TREE/scripts/kconfig/merge_config.sh" -m -O "$ABUILD" "$ABUILD/.config" "$frag" >/dev/null
-	amake olddefconfig >/dev/null
-	for opt in CONFIG_KVM=y CONFIG_PERF_EVENTS=y CONFIG_BPF_SYSCALL=y; do
-		grep -qxF "$opt" "$ABUILD/.config" || die "arm64 config lacks $opt"
-	done
-	sha1sum "$frag" >"$stamp"
-fi
+merge_fragment "$ABUILD" "$TOP/config/arm64-check.config" amake
 if grep -q '^CONFIG_HAVE_KVM_GUEST_CALLCHAIN=y' "$ABUILD/.config"; then
 	die "arm64 selects HAVE_KVM_GUEST_CALLCHAIN"
 fi

@@ -11,22 +11,7 @@ mkdir -p "$KBUILD"
 
 kmake() { make -s -C "$TREE" O="$KBUILD" CC="ccache gcc" -j"$(nproc)" "$@"; }
 
-frag=$TOP/config/kernel.config
-stamp=$KBUILD/.fragment.sha
-if [ ! -f "$KBUILD/.config" ] || ! sha1sum -c --status "$stamp" 2>/dev/null; then
-	say "configuring: tinyconfig + config/kernel.config"
-	kmake tinyconfig >/dev/null
-	"$TREE/scripts/kconfig/merge_config.sh" -m -O "$KBUILD" "$KBUILD/.config" "$frag" >/dev/null
-	kmake olddefconfig >/dev/null
-	# merge_config.sh only warns; a dropped option must fail the build.
-	bad=0
-	while IFS= read -r line; do
-		case "$line" in CONFIG_*=*) ;; *) continue ;; esac
-		grep -qxF "$line" "$KBUILD/.config" || { say "config option not set: $line"; bad=1; }
-	done <"$frag"
-	[ $bad -eq 0 ] || die "config fragment did not survive the merge"
-	sha1sum "$frag" >"$stamp"
-fi
+merge_fragment "$KBUILD" "$TOP/config/kernel.config" kmake
 
 say "building bzImage (ccache: $CCACHE_DIR)"
 kmake bzImage

@@ -10,7 +10,7 @@ say "building perf (libelf, libdw, libtraceevent, python)"
 make -s -C "$TREE/tools/perf" O="$PERFBUILD" -j"$(nproc)" \
 	CC="ccache gcc" NO_LIBPERL=1 NO_LIBBABELTRACE=1 NO_LIBUNWIND=1 \
 	NO_SDT=1 NO_JVMTI=1 NO_LIBPFM4=1 BUILD_BPF_SKEL=0 \
-	PYTHON=python3 >"$PERFBUILD/build.log" 2>&1 || {
+	PYTHON=/usr/bin/python3 >"$PERFBUILD/build.log" 2>&1 || {
 	tail -n 40 "$PERFBUILD/build.log"
 	die "perf build failed (log: $PERFBUILD/build.log)"
 }

@@ -16,6 +16,8 @@ packages=(
 	libc6-dev
 	# arm64 build check of the touched directories
 	gcc-aarch64-linux-gnu
+	# the benchmark report
+	python3-matplotlib
 	# the bench: L1 under TCG, host root over 9p
 	qemu-system-x86 busybox-static
 )

@@ -21,3 +21,23 @@ stage() {
 		"$([ $rc -eq 0 ] && echo done || echo FAILED)" $(($(date +%s) - start))
 	return $rc
 }
+
+# Configure the O= directory $1 as tinyconfig plus the fragment $2 with the
+# kernel's merge_config.sh, running the remaining arguments as the make
+# command.  merge_config.sh only warns about options it drops: fail instead.
+# Redone only when the fragment changes.
+merge_fragment() {
+	local obj=$1 frag=$2 line bad=0
+	shift 2
+	sha1sum -c --status "$obj/.fragment.sha" 2>/dev/null && [ -f "$obj/.config" ] && return 0
+	say "configuring $obj: tinyconfig + ${frag#"$TOP"/}"
+	"$@" tinyconfig >/dev/null
+	"$TREE/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$frag" >/dev/null
+	"$@" olddefconfig >/dev/null
+	while IFS= read -r line; do
+		case "$line" in CONFIG_*=*) ;; *) continue ;; esac
+		grep -qxF "$line" "$obj/.config" || { say "config option not set: $line"; bad=1; }
+	done <"$frag"
+	[ $bad -eq 0 ] || die "${frag#"$TOP"/} did not survive the merge"
+	sha1sum "$frag" >"$obj/.fragment.sha"
+}

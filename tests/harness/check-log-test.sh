@@ -10,7 +10,8 @@ fail=0
 
 clean='[    0.000000] Linux version 6.12.117 (root@host)
 [    1.234567] kvm_amd: Nested Paging enabled
-[    2.000000] kvm_amd: kvm [91]: vcpu0, guest rIP: 0x4018f8 Unhandled WRMSR(0xc0010117) = 0x0'
+[    2.000000] kvm_amd: kvm [91]: vcpu0, guest rIP: 0x4018f8 Unhandled WRMSR(0xc0010117) = 0x0
+[    2.500000] traps: perf[123] general protection fault ip:55d0c1e4 sp:7ffd2a10 error:0 in perf[55d0c000+1e000]'
 printf '%s\r\n' "$clean" >"$tmp/clean"
 if ! bash "$TOP/scripts/check-log.sh" "$tmp/clean" >"$tmp/out" 2>&1; then
 	echo "check-log rejected a clean log:"; cat "$tmp/out"; fail=1

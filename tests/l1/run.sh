@@ -1,6 +1,7 @@
 #!/bin/bash
 # Runs inside L1 (scripts/l1-run.sh): the KVM selftests of
-# tests/l1/kvm-selftests, then every command of tests/l1/suite.  Prints a
+# tests/l1/kvm-selftests, every command of tests/l1/suite, then perf test
+# (tests/l1/perf-test.sh).  Prints a
 # line per test and writes "PASS|FAIL|SKIP name" lines to
 # $L1_RESULTS/results.txt for the host's summary.  KVM selftests exit 4
 # (KSFT_SKIP) when they skip.
@@ -45,4 +46,10 @@ if [ -f "$TOP/tests/l1/suite" ]; then
 		run_one "$name" bash -c "cd '$TOP' && $cmd"
 	done <"$TOP/tests/l1/suite"
 fi
+# perf's own tests, the guest call chain ones among them, one result each.
+start=$(date +%s)
+bash "$TOP/tests/l1/perf-test.sh" >"$RESULTS/tests/perf-test.out" 2>&1
+echo "perf test: $(grep -c '^PASS perf/' "$RESULTS/results.txt") passed, $(grep -c '^FAIL perf/' "$RESULTS/results.txt") failed, $(grep -c '^SKIP perf/' "$RESULTS/results.txt") skipped ($(($(date +%s) - start))s)"
+grep '^FAIL perf/' "$RESULTS/results.txt" | sed 's/^/    /'
+
 ! grep -q '^FAIL' "$RESULTS/results.txt"
