@@ -4,12 +4,14 @@
 #   make build    the patched kernel, perf and the KVM selftests
 #   make tree     materialise build/linux: base + patches/ with git am
 #   make export   write the commits of build/linux back into patches/
+#   make bench    in-kernel vs userspace guest call-chain sampling, side by
+#                 side inside L1 (about 11 min): build/bench-out/results.md, overhead.png
 #   make l1 RUN='command'   run a command inside L1, with the log check
 #   make clean    remove build/ (keeps the ccache)
 
 S := scripts
 
-.PHONY: all check build deps tree export kernel perf selftests l1 clean distclean
+.PHONY: all check build deps tree export kernel perf selftests bench l1 clean distclean
 
 all: build
 
@@ -35,6 +37,9 @@ selftests: kernel
 	@bash -c '. $(S)/lib.sh; stage build-selftests bash $(S)/build-selftests.sh'
 
 build: kernel perf selftests
+
+bench: build
+	@bash -c '. $(S)/lib.sh; stage bench bash $(S)/bench.sh'
 
 l1:
 	@test -n "$(RUN)" || { echo "usage: make l1 RUN='command'"; exit 2; }

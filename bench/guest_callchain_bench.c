@@ -5,38 +5,50 @@
  *
  * The guest recurses to a given depth (dense frames, or one frame per page)
  * and then spins incrementing a counter in guest memory: the counter's rate
- * is the work the guest gets done.  Each run lasts a fixed wall time under
- * one of these samplers of the vCPU thread:
+ * is the work the guest gets done.  Each run samples the vCPU thread with one
+ * of these samplers:
  *
- *  none          no sampling (the baseline, run at both ends of each block)
+ *  none          no sampler: the control
  *  kernel-ip     cpu-clock perf event, PERF_SAMPLE_IP|PERF_SAMPLE_TID
  *  kernel-chain  the same plus PERF_SAMPLE_CALLCHAIN, knob Y: the kernel walks
  *                the guest's page tables and frame pointers in the sample
  *  user          what userspace can do today: a POSIX timer signals the vCPU
- *                thread (SIGEV_THREAD_ID), KVM_RUN returns -EINTR (the handler
- *                sets kvm_run.immediate_exit, as QEMU kicks vCPUs), the VMM
- *                reads KVM_GET_REGS and KVM_GET_SREGS, walks the guest's page
- *                tables from CR3 and the frame-pointer chain from RBP in its
- *                own mapping of guest memory (the same algorithm, bounds and
- *                one-page translation cache as the kernel), stores the chain
- *                in a ring and re-enters KVM_RUN.
+ *                thread (SIGEV_THREAD_ID), KVM_RUN returns -EINTR (the no-op
+ *                handler sets kvm_run.immediate_exit, as QEMU kicks vCPUs),
+ *                the VMM reads KVM_GET_REGS and KVM_GET_SREGS, walks the
+ *                guest's page tables from CR3 and the frame-pointer chain
+ *                from RBP in its own mapping of guest memory (the kernel's
+ *                algorithm, bounds and one-page translation cache), stores
+ *                the chain in a ring and re-enters KVM_RUN
+ *  user-fast     the cheapest userspace variant we know: the signal is
+ *                blocked outside KVM_RUN (KVM_SET_SIGNAL_MASK) and taken with
+ *                sigtimedwait(), no handler; registers from kvm_run (sync
+ *                regs), no ioctl; the same walk
  *
- * The perf ring is big enough for the whole run and is read after it, and the
- * work counter is read by a thread that sleeps in between: nothing else runs
- * while a run is measured (L1 has one CPU).
+ * Each run alternates phases with the sampler off and on (off-on-on-off...,
+ * 25 ms each), so each run carries its own baseline, interleaved with the
+ * sampled phases.  The perf ring and the userspace ring are big enough for
+ * the whole run and are checked after it; the only other thread sleeps
+ * between phase boundaries.  Chains are checked against the return addresses
+ * the guest records.  results.csv has one line per run, phases.csv one per
+ * phase (with L1 TSC boundaries); bench/report.py makes the tables.
  *
  *   guest_callchain_bench [-o results.csv] [-r reps] [-d seconds] [-w seconds]
+ *                         [-p phase_seconds] [-T]
  *   guest_callchain_bench --smoke
+ *   guest_callchain_bench --host-clock QEMU_PID DIR	(on the host, see there)
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -53,6 +65,7 @@
 #define MAX_STACK_PATH		"/proc/sys/kernel/perf_event_max_stack"
 
 #define MAX_DEPTH		128
+#define MAX_PHASES		4096
 #define GUEST_STACK_SIZE	(1024 * 1024)
 #define BENCH_PAGE_SIZE		4096ull
 #define BENCH_PAGE_MASK		(~(BENCH_PAGE_SIZE - 1))
@@ -180,8 +193,20 @@ static void guest_main(void)
 /* ------------------------------------------------------------------------
  * Configurations and results.
  */
-enum sampler_kind { S_NONE, S_KERNEL_IP, S_KERNEL_CHAIN, S_USER };
-static const char * const sampler_name[] = { "none", "kernel-ip", "kernel-chain", "user" };
+enum sampler_kind { S_NONE, S_KERNEL_IP, S_KERNEL_CHAIN, S_USER, S_USER_FAST };
+static const char * const sampler_name[] = {
+	"none", "kernel-ip", "kernel-chain", "user", "user-fast"
+};
+
+static bool is_user(enum sampler_kind kind)
+{
+	return kind == S_USER || kind == S_USER_FAST;
+}
+
+static bool has_chain(enum sampler_kind kind)
+{
+	return kind == S_KERNEL_CHAIN || is_user(kind);
+}
 
 struct config {
 	bool sparse;
@@ -209,19 +234,39 @@ struct tally {
 
 struct result {
 	struct config c;
+	int run;			/* index in results.csv */
 	int rep;
-	double active_s;		/* sampler on */
-	double window_s;		/* work measured */
-	uint64_t work;
-	double work_per_s;
+	double on_s, off_s;		/* phases with the sampler on, off */
+	uint64_t work_on, work_off;
+	double on_per_s, off_per_s;	/* work per second */
+	double rel;			/* on / off: upper quartiles of phases */
+	double rel_pooled;		/* on / off: all phases together */
 	struct tally t;
 	int pages;
 };
 
 static const char *results_path;
 static FILE *results_file;
+static FILE *phases_file;		/* per phase: TSC boundaries and work */
+static const char *sync_path;		/* for the host's --host-clock */
+static int run_index;
 static uint32_t max_stack = 127;
-static double duration_s = 2.0, warmup_s = 0.3;
+static double duration_s = 2.2, warmup_s = 0.2;
+static double phase_s = 0.025;
+static bool trace_phases;
+
+/*
+ * Under QEMU TCG, L1's TSC is the host's TSC plus a constant, which lets
+ * the host side (--host-clock) tell how much CPU time QEMU really had during
+ * each phase: see report.py.
+ */
+static uint64_t bench_rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	asm volatile("rdtsc" : "=a" (lo), "=d" (hi));
+	return ((uint64_t)hi << 32) | lo;
+}
 
 static uint64_t now_ns(void)
 {
@@ -584,6 +629,40 @@ static void kick_handler(int sig)
 }
 
 /*
+ * "user-fast" keeps the kick signal blocked outside KVM_RUN and unblocked
+ * inside it (KVM_SET_SIGNAL_MASK), as QEMU can: no handler, no signal frame,
+ * the signal interrupts KVM_RUN and is then taken with sigtimedwait().  KVM
+ * stores the registers in kvm_run on every exit (sync regs).
+ */
+static sigset_t kick_set;
+static const struct timespec zero_timeout;
+
+static void user_fast_setup(struct bench *b, bool on)
+{
+	struct {
+		struct kvm_signal_mask mask;
+		uint8_t set[8];
+	} m = { .mask.len = 8 };
+	sigset_t blocked;
+
+	if (on) {
+		TEST_ASSERT(!pthread_sigmask(SIG_BLOCK, &kick_set, &blocked), "pthread_sigmask failed");
+		sigdelset(&blocked, SIGRTMIN);
+		memcpy(m.set, &blocked, 8);
+		TEST_ASSERT(!ioctl(b->vcpu->fd, KVM_SET_SIGNAL_MASK, &m),
+			    "KVM_SET_SIGNAL_MASK failed");
+		b->vcpu->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	} else {
+		b->vcpu->run->kvm_valid_regs = 0;
+		TEST_ASSERT(!ioctl(b->vcpu->fd, KVM_SET_SIGNAL_MASK, NULL),
+			    "KVM_SET_SIGNAL_MASK failed");
+		while (sigtimedwait(&kick_set, NULL, &zero_timeout) == SIGRTMIN)
+			;
+		TEST_ASSERT(!pthread_sigmask(SIG_UNBLOCK, &kick_set, NULL), "pthread_sigmask failed");
+	}
+}
+
+/*
  * Where the userspace sampler records its chains, as perf has its ring:
  * [nr, ip, return addresses...] per sample, checked after the run.  Sized
  * for the longest run and faulted in once.
@@ -592,22 +671,33 @@ static uint64_t *user_ring;
 static uint64_t user_ring_words;
 static uint64_t user_ring_head;
 
-static void user_sample(struct bench *b, struct tally *t)
+/*
+ * "user": the registers from KVM_GET_REGS and KVM_GET_SREGS.  "user-fast":
+ * from kvm_run, where KVM stored them on the way out (KVM_SYNC_X86_REGS and
+ * KVM_SYNC_X86_SREGS), no ioctl.  @start: when KVM_RUN returned.
+ */
+static void user_sample(struct bench *b, struct tally *t, bool fast, uint64_t start)
 {
-	uint64_t *chain = &user_ring[user_ring_head + 1], start = now_ns();
-	struct kvm_regs regs;
-	struct kvm_sregs sregs;
-	struct uwalk w = { .b = b, .sregs = &sregs };
+	uint64_t *chain = &user_ring[user_ring_head + 1];
+	struct kvm_regs regs_buf, *regs = &regs_buf;
+	struct kvm_sregs sregs_buf, *sregs = &sregs_buf;
+	struct uwalk w = { .b = b };
 	int nr;
 
-	TEST_ASSERT(!ioctl(b->vcpu->fd, KVM_GET_REGS, &regs), "KVM_GET_REGS failed");
-	TEST_ASSERT(!ioctl(b->vcpu->fd, KVM_GET_SREGS, &sregs), "KVM_GET_SREGS failed");
+	if (fast) {
+		regs = &b->vcpu->run->s.regs.regs;
+		sregs = &b->vcpu->run->s.regs.sregs;
+	} else {
+		TEST_ASSERT(!ioctl(b->vcpu->fd, KVM_GET_REGS, regs), "KVM_GET_REGS failed");
+		TEST_ASSERT(!ioctl(b->vcpu->fd, KVM_GET_SREGS, sregs), "KVM_GET_SREGS failed");
+	}
+	w.sregs = sregs;
 
 	t->samples++;
 	if (user_ring_head + 1 + max_stack > user_ring_words) {
 		t->lost++;
 	} else {
-		nr = uwalk_chain(&w, &regs, chain);
+		nr = uwalk_chain(&w, regs, chain);
 		user_ring[user_ring_head] = nr;
 		user_ring_head += 1 + nr;
 		t->translations += w.translations;
@@ -634,9 +724,24 @@ static void user_parse(const struct expect *e, struct tally *t)
 /* ------------------------------------------------------------------------
  * One run.
  */
+/*
+ * The monitor thread paces a run: after the warm-up it alternates phases
+ * with the sampler off and on (off-on-on-off-off-on-...), reads the work
+ * counter at every phase boundary, and finally stops the guest.  Each run
+ * thus carries its own baseline, measured in phases interleaved with the
+ * sampled ones, so that slow drift of the host (TCG, other load) cancels.
+ */
 struct monitor {
 	struct bench *b;
-	uint64_t c0, c1, t0, t1;
+	const struct config *c;
+	struct ksampler *k;
+	timer_t timer;
+	uint64_t work[2];		/* [off, on] */
+	uint64_t ns[2];
+	int phases;
+	double rate[MAX_PHASES];	/* work per second in each phase */
+	uint64_t phase_work[MAX_PHASES];
+	uint64_t tsc[MAX_PHASES + 1];	/* phase boundaries */
 };
 
 static void sleep_until(uint64_t ns)
@@ -647,19 +752,85 @@ static void sleep_until(uint64_t ns)
 		;
 }
 
+static void sampler_switch(struct monitor *m, bool on)
+{
+	const struct config *c = m->c;
+
+	if (c->kind == S_KERNEL_IP || c->kind == S_KERNEL_CHAIN) {
+		TEST_ASSERT(!ioctl(m->k->fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0),
+			    "Switching perf failed");
+	} else if (is_user(c->kind)) {
+		long ns = on ? 1000000000l / c->rate : 0;
+		struct itimerspec its = {
+			.it_interval = { .tv_sec = ns / 1000000000l, .tv_nsec = ns % 1000000000l },
+			.it_value = { .tv_sec = ns / 1000000000l, .tv_nsec = ns % 1000000000l },
+		};
+
+		TEST_ASSERT(!timer_settime(m->timer, 0, &its, NULL), "timer_settime failed");
+	}
+}
+
 static void *monitor_thread(void *arg)
 {
 	struct monitor *m = arg;
-	uint64_t start = now_ns();
+	uint64_t t = now_ns(), count, prev_t, prev_count;
+	bool state = false;
+	int p;
 
-	sleep_until(start + warmup_s * 1e9);
-	m->t0 = now_ns();
-	m->c0 = __atomic_load_n(m->b->counter, __ATOMIC_RELAXED);
-	sleep_until(m->t0 + duration_s * 1e9);
-	m->t1 = now_ns();
-	m->c1 = __atomic_load_n(m->b->counter, __ATOMIC_RELAXED);
+	sleep_until(t + warmup_s * 1e9);
+	prev_t = now_ns();
+	m->tsc[0] = bench_rdtsc();
+	prev_count = __atomic_load_n(m->b->counter, __ATOMIC_RELAXED);
+	for (p = 0; p < m->phases; p++) {
+		bool on = (p % 4 == 1 || p % 4 == 2);
+
+		if (on != state)
+			sampler_switch(m, on);
+		state = on;
+		sleep_until(prev_t + duration_s * 1e9 / m->phases);
+		t = now_ns();
+		m->tsc[p + 1] = bench_rdtsc();
+		count = __atomic_load_n(m->b->counter, __ATOMIC_RELAXED);
+		m->phase_work[p] = count - prev_count;
+		m->work[on] += count - prev_count;
+		m->ns[on] += t - prev_t;
+		m->rate[p] = (count - prev_count) * 1e9 / (t - prev_t);
+		if (trace_phases)
+			printf("phase %d %s %.1f Mwork/s\n", p, on ? "on" : "off",
+			       (count - prev_count) * 1e3 / (t - prev_t));
+		prev_t = t;
+		prev_count = count;
+	}
+	if (state)
+		sampler_switch(m, false);
 	__atomic_store_n(m->b->stop, 1, __ATOMIC_RELAXED);
 	return NULL;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The host under L1 is shared, and it deschedules QEMU now and then: that
+ * only ever slows a phase down, by a lot, at random.  The upper quartile of
+ * the phase rates of each state estimates the undisturbed rate, where the
+ * pooled rate (kept for comparison) takes every stall in.
+ */
+static double upper_quartile(const struct monitor *m, bool on)
+{
+	static double rates[MAX_PHASES];
+	int p, n = 0;
+
+	for (p = 0; p < m->phases; p++) {
+		if ((p % 4 == 1 || p % 4 == 2) == on)
+			rates[n++] = m->rate[p];
+	}
+	qsort(rates, n, sizeof(rates[0]), compare_double);
+	return rates[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
 }
 
 static void read_expect(struct bench *b, struct expect *e, int depth)
@@ -689,21 +860,43 @@ static void read_expect(struct bench *b, struct expect *e, int depth)
 	}
 }
 
+/*
+ * Tell the host's --host-clock where L1's TSC is: it notes its own TSC when
+ * the file is closed, later than ours by the 9p round trip at least.
+ */
+static void sync_mark(void)
+{
+	char text[32];
+	int fd, len;
+	uint64_t tsc;
+
+	if (!sync_path)
+		return;
+	tsc = bench_rdtsc();
+	len = snprintf(text, sizeof(text), "%lu\n", tsc);
+	fd = open(sync_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, text, len) != len)
+		fprintf(stderr, "Writing %s failed\n", sync_path);
+	close(fd);
+}
+
 static void run_config(struct bench *b, const struct config *c, int rep, struct result *r)
 {
 	struct kvm_run *run = b->vcpu->run;
 	struct ksampler k = {};
-	struct monitor m = { .b = b };
+	struct monitor m = { .b = b, .c = c, .k = &k };
 	struct expect e;
 	struct ucall uc;
 	pthread_t monitor;
-	timer_t timer;
-	uint64_t on, off;
 	bool kernel = c->kind == S_KERNEL_IP || c->kind == S_KERNEL_CHAIN;
 
 	memset(r, 0, sizeof(*r));
 	r->c = *c;
 	r->rep = rep;
+	r->run = run_index++;
+	sync_mark();
 
 	*b->depth = c->depth;
 	*b->sparse = c->sparse;
@@ -712,14 +905,16 @@ static void run_config(struct bench *b, const struct config *c, int rep, struct 
 
 	if (kernel)
 		ksampler_open(&k, c);
-	if (c->kind == S_USER) {
+	if (is_user(c->kind)) {
 		struct sigevent sev = {
 			.sigev_notify = SIGEV_THREAD_ID,
 			.sigev_signo = SIGRTMIN,
 		};
 
 		sev._sigev_un._tid = b->tid;
-		TEST_ASSERT(!timer_create(CLOCK_MONOTONIC, &sev, &timer), "timer_create failed");
+		TEST_ASSERT(!timer_create(CLOCK_MONOTONIC, &sev, &m.timer), "timer_create failed");
+		if (c->kind == S_USER_FAST)
+			user_fast_setup(b, true);
 		__atomic_store_n(&sample_pending, 0, __ATOMIC_SEQ_CST);
 		run->immediate_exit = 0;
 		user_ring_head = 0;
@@ -727,23 +922,16 @@ static void run_config(struct bench *b, const struct config *c, int rep, struct 
 			    "User ring too small for %d Hz", c->rate);
 	}
 
+	/* Phases of at least phase_s, in whole off-on-on-off groups. */
+	m.phases = 4 * (int)(duration_s / (4 * phase_s));
+	if (m.phases < 4)
+		m.phases = 4;
+	TEST_ASSERT(m.phases <= MAX_PHASES, "Too many phases");
 	pthread_create(&monitor, NULL, monitor_thread, &m);
-
-	on = now_ns();
-	if (kernel)
-		TEST_ASSERT(!ioctl(k.fd, PERF_EVENT_IOC_ENABLE, 0), "Enabling perf failed");
-	if (c->kind == S_USER) {
-		long ns = 1000000000l / c->rate;
-		struct itimerspec its = {
-			.it_interval = { .tv_sec = ns / 1000000000l, .tv_nsec = ns % 1000000000l },
-			.it_value = { .tv_sec = ns / 1000000000l, .tv_nsec = ns % 1000000000l },
-		};
-
-		TEST_ASSERT(!timer_settime(timer, 0, &its, NULL), "timer_settime failed");
-	}
 
 	for (;;) {
 		int ret = __vcpu_run(b->vcpu);
+		uint64_t exit_ns = is_user(c->kind) ? now_ns() : 0;
 
 		if (ret < 0) {
 			TEST_ASSERT(errno == EINTR, "KVM_RUN failed: %s", strerror(errno));
@@ -759,18 +947,22 @@ static void run_config(struct bench *b, const struct config *c, int rep, struct 
 				  exit_reason_str(run->exit_reason));
 		}
 		if (c->kind == S_USER) {
+			/* The handler ran: the kick was ours. */
 			run->immediate_exit = 0;
 			if (__atomic_exchange_n(&sample_pending, 0, __ATOMIC_SEQ_CST))
-				user_sample(b, &r->t);
+				user_sample(b, &r->t, false, exit_ns);
+		} else if (c->kind == S_USER_FAST && ret < 0) {
+			/* Take the blocked signal, which also re-arms the timer. */
+			if (sigtimedwait(&kick_set, NULL, &zero_timeout) == SIGRTMIN)
+				user_sample(b, &r->t, true, exit_ns);
 		}
 	}
-
-	if (kernel)
-		TEST_ASSERT(!ioctl(k.fd, PERF_EVENT_IOC_DISABLE, 0), "Disabling perf failed");
-	if (c->kind == S_USER)
-		timer_delete(timer);
-	off = now_ns();
 	pthread_join(monitor, NULL);
+	if (is_user(c->kind))
+		timer_delete(m.timer);
+	if (c->kind == S_USER_FAST)
+		user_fast_setup(b, false);
+	run->immediate_exit = 0;
 
 	/* The leaf recorded the frames before it started counting. */
 	read_expect(b, &e, c->depth);
@@ -778,14 +970,141 @@ static void run_config(struct bench *b, const struct config *c, int rep, struct 
 		ksampler_parse(&k, c, &e, &r->t);
 		ksampler_close(&k);
 	}
-	if (c->kind == S_USER)
+	if (is_user(c->kind))
 		user_parse(&e, &r->t);
 
+	if (phases_file) {
+		int p;
+
+		for (p = 0; p < m.phases; p++)
+			fprintf(phases_file, "%d,%d,%d,%lu,%lu,%lu\n", r->run, p,
+				p % 4 == 1 || p % 4 == 2, m.tsc[p], m.tsc[p + 1], m.phase_work[p]);
+		fflush(phases_file);
+	}
+
 	r->pages = e.pages;
-	r->active_s = (off - on) / 1e9;
-	r->window_s = (m.t1 - m.t0) / 1e9;
-	r->work = m.c1 - m.c0;
-	r->work_per_s = r->work / r->window_s;
+	r->on_s = m.ns[1] / 1e9;
+	r->off_s = m.ns[0] / 1e9;
+	r->work_on = m.work[1];
+	r->work_off = m.work[0];
+	r->on_per_s = m.work[1] / r->on_s;
+	r->off_per_s = m.work[0] / r->off_s;
+	r->rel_pooled = r->on_per_s / r->off_per_s;
+	r->rel = upper_quartile(&m, true) / upper_quartile(&m, false);
+}
+
+/* ------------------------------------------------------------------------
+ * The pieces of a userspace sample, timed one by one with the guest stopped
+ * in its work loop (after a run): what each step costs here.
+ */
+static void keep_min(double *min, double value)
+{
+	if (value < *min)
+		*min = value;
+}
+
+static void micro(struct bench *b, const struct config *c)
+{
+	struct kvm_run *run = b->vcpu->run;
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	uint64_t chain[MAX_DEPTH + 1], t0;
+	struct uwalk w = { .b = b, .sregs = &sregs };
+	int i, n = 200, nr = 0, batch;
+	double us[7] = { 1e9, 1e9, 1e9, 1e9, 1e9, 1e9, 1e9 };
+
+	/* Stop the guest inside its loop: a run that the host interrupts. */
+	*b->depth = c->depth;
+	*b->sparse = c->sparse;
+	*b->stop = 0;
+	run->immediate_exit = 0;
+	{
+		struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGRTMIN };
+		struct itimerspec its = { .it_value = { .tv_nsec = 50 * 1000 * 1000 } };
+		timer_t timer;
+
+		sev._sigev_un._tid = b->tid;
+		TEST_ASSERT(!timer_create(CLOCK_MONOTONIC, &sev, &timer), "timer_create failed");
+		TEST_ASSERT(!timer_settime(timer, 0, &its, NULL), "timer_settime failed");
+		TEST_ASSERT(__vcpu_run(b->vcpu) < 0 && errno == EINTR, "KVM_RUN was not interrupted");
+		timer_delete(timer);
+		run->immediate_exit = 0;
+		sample_pending = 0;
+	}
+
+	/*
+	 * Ten interleaved batches of each piece, the fastest batch of each: the
+	 * host deschedules QEMU at random, which only ever adds time.
+	 */
+	for (batch = 0; batch < 10; batch++) {
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			TEST_ASSERT(!ioctl(b->vcpu->fd, KVM_GET_REGS, &regs), "KVM_GET_REGS failed");
+		keep_min(&us[0], (now_ns() - t0) / 1e3 / n);
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			TEST_ASSERT(!ioctl(b->vcpu->fd, KVM_GET_SREGS, &sregs), "KVM_GET_SREGS failed");
+		keep_min(&us[1], (now_ns() - t0) / 1e3 / n);
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			nr = uwalk_chain(&w, &regs, chain);
+		keep_min(&us[2], (now_ns() - t0) / 1e3 / n);
+		/* Enter and leave KVM_RUN without running the guest. */
+		t0 = now_ns();
+		for (i = 0; i < n; i++) {
+			run->immediate_exit = 1;
+			TEST_ASSERT(__vcpu_run(b->vcpu) < 0 && errno == EINTR, "KVM_RUN didn't exit");
+		}
+		keep_min(&us[3], (now_ns() - t0) / 1e3 / n);
+		run->immediate_exit = 0;
+		/* A signal to this thread and its handler. */
+		t0 = now_ns();
+		for (i = 0; i < n; i++)
+			syscall(__NR_tgkill, getpid(), b->tid, SIGRTMIN);
+		keep_min(&us[4], (now_ns() - t0) / 1e3 / n);
+		run->immediate_exit = 0;
+		sample_pending = 0;
+		/* The same signal, blocked, and taken with sigtimedwait(). */
+		TEST_ASSERT(!pthread_sigmask(SIG_BLOCK, &kick_set, NULL), "pthread_sigmask failed");
+		t0 = now_ns();
+		for (i = 0; i < n; i++) {
+			syscall(__NR_tgkill, getpid(), b->tid, SIGRTMIN);
+			TEST_ASSERT(sigtimedwait(&kick_set, NULL, &zero_timeout) == SIGRTMIN,
+				    "sigtimedwait failed");
+		}
+		keep_min(&us[5], (now_ns() - t0) / 1e3 / n);
+		TEST_ASSERT(!pthread_sigmask(SIG_UNBLOCK, &kick_set, NULL), "pthread_sigmask failed");
+		/* KVM_RUN in and out, storing regs and sregs in kvm_run. */
+		run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+		t0 = now_ns();
+		for (i = 0; i < n; i++) {
+			run->immediate_exit = 1;
+			TEST_ASSERT(__vcpu_run(b->vcpu) < 0 && errno == EINTR, "KVM_RUN didn't exit");
+		}
+		keep_min(&us[6], (now_ns() - t0) / 1e3 / n);
+		run->kvm_valid_regs = 0;
+		run->immediate_exit = 0;
+	}
+
+	for (i = 0; i < 2; i++)
+		fprintf(i ? results_file : stdout,
+			"%s%s d=%d: KVM_GET_REGS %.2f us, KVM_GET_SREGS %.2f us, walk of %d "
+			"entries %.2f us (%lu translations), KVM_RUN with immediate_exit %.2f us "
+			"(%.2f us with sync regs), tgkill+handler %.2f us, "
+			"tgkill+sigtimedwait %.2f us\n", i ? "# micro: " : "micro: ",
+			c->sparse ? "sparse" : "dense", c->depth, us[0], us[1], nr, us[2],
+			w.translations / (10 * n), us[3], us[6], us[4], us[5]);
+
+	/* Let the guest finish its loop. */
+	*b->stop = 1;
+	for (;;) {
+		struct ucall uc;
+
+		if (__vcpu_run(b->vcpu) < 0)
+			continue;
+		TEST_ASSERT(get_ucall(b->vcpu, &uc) == UCALL_SYNC, "Unexpected exit");
+		break;
+	}
 }
 
 /* ------------------------------------------------------------------------
@@ -799,27 +1118,30 @@ static const char *shape_name(const struct config *c)
 static void write_header(void)
 {
 	fprintf(results_file,
-		"rep,shape,depth,sampler,rate_hz,active_s,window_s,work,work_per_s,"
-		"samples,samples_per_s,guest_samples,in_loop,complete,complete_frac,lost,"
-		"stack_pages,translations_per_sample,handle_us_per_sample\n");
+		"run,rep,shape,depth,sampler,rate_hz,on_s,off_s,work_on,work_off,work_on_per_s,"
+		"work_off_per_s,rel_throughput,rel_pooled,samples,samples_per_s,guest_samples,in_loop,"
+		"complete,complete_frac,lost,stack_pages,translations_per_sample,"
+		"handle_us_per_sample\n");
 	fflush(results_file);
 }
 
 static void write_result(const struct result *r)
 {
 	const struct tally *t = &r->t;
-	bool chain = r->c.kind == S_KERNEL_CHAIN || r->c.kind == S_USER;
+	bool chain = has_chain(r->c.kind);
 
-	fprintf(results_file, "%d,%s,%d,%s,%d,%.4f,%.4f,%lu,%.1f,%lu,%.1f,%lu,%lu,%lu,",
-		r->rep, shape_name(&r->c), r->c.depth, sampler_name[r->c.kind], r->c.rate,
-		r->active_s, r->window_s, r->work, r->work_per_s, t->samples,
-		t->samples / r->active_s, t->guest, t->in_loop, t->complete);
+	fprintf(results_file,
+		"%d,%d,%s,%d,%s,%d,%.4f,%.4f,%lu,%lu,%.1f,%.1f,%.5f,%.5f,%lu,%.1f,%lu,%lu,%lu,",
+		r->run, r->rep, shape_name(&r->c), r->c.depth, sampler_name[r->c.kind], r->c.rate,
+		r->on_s, r->off_s, r->work_on, r->work_off, r->on_per_s, r->off_per_s, r->rel,
+		r->rel_pooled,
+		t->samples, t->samples / r->on_s, t->guest, t->in_loop, t->complete);
 	if (chain && t->in_loop)
 		fprintf(results_file, "%.4f,", (double)t->complete / t->in_loop);
 	else
 		fprintf(results_file, ",");
 	fprintf(results_file, "%lu,%d,", t->lost, r->pages);
-	if (r->c.kind == S_USER && t->samples)
+	if (is_user(r->c.kind) && t->samples)
 		fprintf(results_file, "%.2f,%.2f\n", (double)t->translations / t->samples,
 			t->handle_ns / 1e3 / t->samples);
 	else
@@ -827,22 +1149,21 @@ static void write_result(const struct result *r)
 	fflush(results_file);
 }
 
-static void print_result(const struct result *r, double baseline, int index, int total)
+static void print_result(const struct result *r, int index, int total)
 {
 	const struct tally *t = &r->t;
 
-	printf("[%3d/%d] rep %d %-6s d=%-2d %-12s %5d Hz: %6.2f Mwork/s",
-	       index, total, r->rep, shape_name(&r->c), r->c.depth, sampler_name[r->c.kind],
-	       r->c.rate, r->work_per_s / 1e6);
-	if (baseline > 0 && r->c.kind != S_NONE)
-		printf(" (%.3f of none)", r->work_per_s / baseline);
+	printf("[%3d/%d] rep %d %-6s d=%-2d %-12s %5d Hz: %6.1f/%6.1f Mwork/s, on/off %.3f "
+	       "(pooled %.3f)", index, total, r->rep, shape_name(&r->c), r->c.depth,
+	       sampler_name[r->c.kind], r->c.rate, r->on_per_s / 1e6, r->off_per_s / 1e6, r->rel,
+	       r->rel_pooled);
 	if (r->c.kind != S_NONE) {
-		printf(", %.0f samples/s", t->samples / r->active_s);
-		if ((r->c.kind == S_KERNEL_CHAIN || r->c.kind == S_USER) && t->in_loop)
+		printf(", %.0f samples/s", t->samples / r->on_s);
+		if (has_chain(r->c.kind) && t->in_loop)
 			printf(", %.1f%% complete", 100.0 * t->complete / t->in_loop);
 		if (t->lost)
 			printf(", %lu LOST", t->lost);
-		if (r->c.kind == S_USER && t->samples)
+		if (is_user(r->c.kind) && t->samples)
 			printf(", %.1f us/sample in VMM", t->handle_ns / 1e3 / t->samples);
 	}
 	printf("\n");
@@ -898,6 +1219,16 @@ static long read_long(const char *path)
 	return value;
 }
 
+static double tsc_mhz;
+
+static void measure_tsc(void)
+{
+	uint64_t t0 = now_ns(), c0 = bench_rdtsc();
+
+	usleep(100000);
+	tsc_mhz = (bench_rdtsc() - c0) * 1e3 / (now_ns() - t0);
+}
+
 static void describe(FILE *f, const char *prefix)
 {
 	struct utsname u;
@@ -911,7 +1242,9 @@ static void describe(FILE *f, const char *prefix)
 	fprintf(f, "%sperf_cpu_time_max_percent=%ld\n", prefix,
 		read_long("/proc/sys/kernel/perf_cpu_time_max_percent"));
 	fprintf(f, "%senable_guest_callchains=%c\n", prefix, knob_read() ?: '-');
-	fprintf(f, "%swarmup_s=%.2f\n%swindow_s=%.2f\n", prefix, warmup_s, prefix, duration_s);
+	fprintf(f, "%swarmup_s=%.2f\n%smeasured_s=%.2f (off/on phases)\n", prefix, warmup_s,
+		prefix, duration_s);
+	fprintf(f, "%sphase_ms=%.0f\n%stsc_mhz=%.1f\n", prefix, phase_s * 1e3, prefix, tsc_mhz);
 }
 
 #define MAX_CONFIGS	256
@@ -925,8 +1258,8 @@ static int add(struct config *list, int n, bool sparse, int depth, enum sampler_
 }
 
 /*
- * A block per stack shape: the baseline at both ends, the sampled runs in
- * between.  Odd repetitions run the blocks, and the runs inside each block,
+ * A block per stack shape: the control, then the sampled runs.  Even
+ * repetitions run the blocks, and the runs inside each block,
  * in reverse order, so that slow drift hits all configurations alike.
  */
 static int plan_block(struct config *list, int n, bool sparse, int depth,
@@ -936,19 +1269,20 @@ static int plan_block(struct config *list, int n, bool sparse, int depth,
 	int i, j, m = 0;
 
 	for (i = 0; i < nr_rates; i++)
-		for (j = S_KERNEL_IP; j <= S_USER; j++)
+		for (j = S_KERNEL_IP; j <= S_USER_FAST; j++)
 			sampled[m++] = (struct config){ sparse, depth, j, rates[i] };
 
+	/* The control: "on" and "off" phases both without sampling. */
 	n = add(list, n, sparse, depth, S_NONE, 0);
 	for (i = 0; i < m; i++)
 		list[n++] = sampled[reverse ? m - 1 - i : i];
-	return add(list, n, sparse, depth, S_NONE, 0);
+	return n;
 }
 
 static int plan_full(struct config *list, bool reverse)
 {
-	static const int rates[] = { 1000, 5000, 10000, 20000 };
-	static const int sparse_rates[] = { 10000, 20000 };
+	static const int rates[] = { 250, 1000, 5000, 10000, 20000 };
+	static const int sparse_rates[] = { 1000, 5000 };
 	struct config blocks[3][64];
 	int sizes[3], i, n = 0;
 
@@ -965,16 +1299,158 @@ static int plan_full(struct config *list, bool reverse)
 	return n;
 }
 
+/* ------------------------------------------------------------------------
+ * --host-clock PID DIR, run on the host while L1 runs the benchmark: QEMU's
+ * vCPU thread's CPU time against the host's TSC, every millisecond, and the
+ * host's TSC when L1 rewrites DIR/sync (with L1's TSC in it).  Written to
+ * DIR/hostclock.csv and DIR/sync.csv when QEMU is gone.
+ */
+#include <poll.h>
+#include <sys/inotify.h>
+
+static uint64_t thread_runtime(int fd)
+{
+	char text[128];
+	ssize_t len = pread(fd, text, sizeof(text) - 1, 0);
+
+	if (len <= 0)
+		return 0;
+	text[len] = 0;
+	return strtoull(text, NULL, 10);
+}
+
+static int host_clock(pid_t pid, const char *dir)
+{
+	size_t nr = 0, cap = 1 << 20, nr_sync = 0, cap_sync = 4096;
+	uint64_t *clock = malloc(cap * 2 * sizeof(uint64_t));
+	uint64_t *sync = malloc(cap_sync * 2 * sizeof(uint64_t));
+	uint64_t last_sync = 0, best = 0;
+	char path[4096], sync_file[4096];
+	int fd = -1, ino, i;
+	pid_t tcg = 0;
+	FILE *f;
+
+	TEST_ASSERT(clock && sync, "Allocating the host clock failed");
+	snprintf(sync_file, sizeof(sync_file), "%s/sync", dir);
+	ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	TEST_ASSERT(ino >= 0 && inotify_add_watch(ino, dir, IN_MODIFY | IN_CLOSE_WRITE) >= 0,
+		    "inotify on %s failed", dir);
+
+	/* The vCPU thread (one, thread=single) is the one that ran the most. */
+	while (!tcg) {
+		char task[4096];
+		struct dirent *d;
+		DIR *tasks;
+
+		snprintf(task, sizeof(task), "/proc/%d/task", pid);
+		tasks = opendir(task);
+		if (!tasks)
+			return 1;
+		while ((d = readdir(tasks))) {
+			int tfd;
+			uint64_t rt;
+
+			if (d->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/task/%s/schedstat", pid, d->d_name);
+			tfd = open(path, O_RDONLY);
+			if (tfd < 0)
+				continue;
+			rt = thread_runtime(tfd);
+			close(tfd);
+			if (rt > best) {
+				best = rt;
+				tcg = atoi(d->d_name);
+			}
+		}
+		closedir(tasks);
+		if (best < 3000000000ull) {
+			tcg = 0;
+			best = 0;
+			usleep(200000);
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", pid, tcg);
+	fd = open(path, O_RDONLY);
+	TEST_ASSERT(fd >= 0, "Opening %s failed", path);
+	printf("host-clock: QEMU %d, vCPU thread %d\n", pid, tcg);
+	fflush(stdout);
+
+	for (;;) {
+		struct pollfd pfd = { .fd = ino, .events = POLLIN };
+		uint64_t tsc, rt;
+
+		if (poll(&pfd, 1, 1) > 0) {
+			char events[4096];
+			char text[64] = "";
+			int sfd;
+			ssize_t len;
+
+			tsc = bench_rdtsc();
+			while (read(ino, events, sizeof(events)) > 0)
+				;
+			sfd = open(sync_file, O_RDONLY);
+			if (sfd >= 0) {
+				len = read(sfd, text, sizeof(text) - 1);
+				close(sfd);
+				text[len > 0 ? len : 0] = 0;
+			}
+			if (strtoull(text, NULL, 10) && strtoull(text, NULL, 10) != last_sync) {
+				last_sync = strtoull(text, NULL, 10);
+				if (nr_sync == cap_sync) {
+					cap_sync *= 2;
+					sync = realloc(sync, cap_sync * 2 * sizeof(uint64_t));
+					TEST_ASSERT(sync, "realloc failed");
+				}
+				sync[2 * nr_sync] = last_sync;
+				sync[2 * nr_sync + 1] = tsc;
+				nr_sync++;
+			}
+		}
+		tsc = bench_rdtsc();
+		rt = thread_runtime(fd);
+		if (!rt && kill(pid, 0))
+			break;
+		if (nr == cap) {
+			cap *= 2;
+			clock = realloc(clock, cap * 2 * sizeof(uint64_t));
+			TEST_ASSERT(clock, "realloc failed");
+		}
+		clock[2 * nr] = tsc;
+		clock[2 * nr + 1] = rt;
+		nr++;
+	}
+
+	snprintf(path, sizeof(path), "%s/hostclock.csv", dir);
+	f = fopen(path, "w");
+	TEST_ASSERT(f, "Can't write %s", path);
+	fprintf(f, "host_tsc,vcpu_thread_ns\n");
+	for (i = 0; i < nr; i++)
+		fprintf(f, "%lu,%lu\n", clock[2 * i], clock[2 * i + 1]);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/sync.csv", dir);
+	f = fopen(path, "w");
+	TEST_ASSERT(f, "Can't write %s", path);
+	fprintf(f, "l1_tsc,host_tsc\n");
+	for (i = 0; i < nr_sync; i++)
+		fprintf(f, "%lu,%lu\n", sync[2 * i], sync[2 * i + 1]);
+	fclose(f);
+	printf("host-clock: %zu samples, %zu sync marks\n", nr, nr_sync);
+	return 0;
+}
+
 static void help(const char *name)
 {
-	printf("usage: %s [--smoke] [-o results.csv] [-r reps] [-d window_s] [-w warmup_s]\n",
-	       name);
+	printf("usage: %s [--smoke] [-o results.csv] [-r reps] [-d seconds] [-w warmup_s]\n"
+	       "          [-p phase_s] [-T] [--only SAMPLER:DEPTH:RATE[:sparse]]\n"
+	       "       %s --host-clock QEMU_PID DIR\n", name, name);
 }
 
 int main(int argc, char *argv[])
 {
 	static const struct option options[] = {
 		{ "smoke", no_argument, NULL, 's' },
+		{ "only", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -982,18 +1458,39 @@ int main(int argc, char *argv[])
 	static struct result results[MAX_CONFIGS];
 	struct sigaction sa = { .sa_handler = kick_handler };
 	bool smoke = false, ok = true;
-	int reps = 3, opt, rep, i, n, index = 0, total;
+	struct config only = {};
+	int reps = 5, opt, rep, i, n = 0, index = 0, total;
 	char default_path[4096];
 	struct bench b = {};
 	struct config warm;
 	struct result scratch;
 	uint64_t start;
 
-	while ((opt = getopt_long(argc, argv, "o:r:d:w:h", options, NULL)) != -1) {
+	if (argc == 4 && !strcmp(argv[1], "--host-clock"))
+		return host_clock(atoi(argv[2]), argv[3]);
+
+	while ((opt = getopt_long(argc, argv, "o:r:d:w:p:Th", options, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			smoke = true;
 			break;
+		case 'O': {
+			char name[32] = "", shape[16] = "dense";
+			int depth = 0, rate = 0, k;
+
+			/* SAMPLER:DEPTH:RATE[:sparse], e.g. kernel-chain:64:5000 */
+			if (sscanf(optarg, "%31[^:]:%d:%d:%15s", name, &depth, &rate, shape) < 3 ||
+			    depth < 3 || depth > 64) {
+				help(argv[0]);
+				exit(1);
+			}
+			for (k = 0; k < ARRAY_SIZE(sampler_name); k++)
+				if (!strcmp(name, sampler_name[k]))
+					break;
+			TEST_ASSERT(k < ARRAY_SIZE(sampler_name), "No sampler %s", name);
+			only = (struct config){ !strcmp(shape, "sparse"), depth, k, rate };
+			break;
+		}
 		case 'o':
 			results_path = optarg;
 			break;
@@ -1005,6 +1502,12 @@ int main(int argc, char *argv[])
 			break;
 		case 'w':
 			warmup_s = atof(optarg);
+			break;
+		case 'p':
+			phase_s = atof(optarg);
+			break;
+		case 'T':
+			trace_phases = true;
 			break;
 		default:
 			help(argv[0]);
@@ -1042,9 +1545,41 @@ int main(int argc, char *argv[])
 	}
 	sigemptyset(&sa.sa_mask);
 	TEST_ASSERT(!sigaction(SIGRTMIN, &sa, NULL), "sigaction failed");
+	sigemptyset(&kick_set);
+	sigaddset(&kick_set, SIGRTMIN);
+
+	/*
+	 * All threads on one CPU, the last: the timers that drive both samplers
+	 * then fire where the vCPU thread runs, run after run.
+	 */
+	{
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(sysconf(_SC_NPROCESSORS_ONLN) - 1, &set);
+		TEST_ASSERT(!sched_setaffinity(0, sizeof(set), &set), "sched_setaffinity failed");
+	}
 
 	results_file = fopen(results_path, "w");
 	TEST_ASSERT(results_file, "Can't write %s", results_path);
+	{
+		static char dir[4096], path[4096], sync[4096];
+		char *slash;
+
+		snprintf(dir, sizeof(dir), "%s", results_path);
+		slash = strrchr(dir, '/');
+		if (slash)
+			*slash = 0;
+		else
+			strcpy(dir, ".");
+		snprintf(path, sizeof(path), "%s/%s", dir, smoke ? "smoke-phases.csv" : "phases.csv");
+		phases_file = fopen(path, "w");
+		TEST_ASSERT(phases_file, "Can't write %s", path);
+		fprintf(phases_file, "run,phase,on,l1_tsc_start,l1_tsc_end,work\n");
+		snprintf(sync, sizeof(sync), "%s/sync", dir);
+		sync_path = sync;
+	}
+	measure_tsc();
 	describe(results_file, "# ");
 	describe(stdout, "bench: ");
 	write_header();
@@ -1066,32 +1601,42 @@ int main(int argc, char *argv[])
 		warmup_s = w;
 	}
 
+	{
+		struct config c1 = { .depth = 8 }, c2 = { .depth = 64 }, c3 = { .sparse = true, .depth = 64 };
+
+		if (!only.depth)
+			micro(&b, &c1);
+		if (!smoke && !only.depth) {
+			micro(&b, &c2);
+			micro(&b, &c3);
+		}
+	}
+
 	start = now_ns();
 	if (smoke) {
 		n = 0;
 		n = add(plan, n, false, 8, S_NONE, 0);
-		n = add(plan, n, false, 8, S_KERNEL_CHAIN, 10000);
-		n = add(plan, n, false, 8, S_USER, 10000);
+		n = add(plan, n, false, 8, S_KERNEL_CHAIN, 1000);
+		n = add(plan, n, false, 8, S_USER, 1000);
+		n = add(plan, n, false, 8, S_USER_FAST, 1000);
 		total = n;
+	} else if (only.depth) {
+		n = add(plan, 0, only.sparse, only.depth, only.kind, only.rate);
+		total = reps;
 	} else {
 		total = reps * plan_full(plan, false);
 	}
 	printf("bench: %d runs of %.2f s (+%.2f s warm-up)\n", total, duration_s, warmup_s);
 
 	for (rep = 1; rep <= reps; rep++) {
-		double baseline = 0;
-
-		if (!smoke)
+		if (!smoke && !only.depth)
 			n = plan_full(plan, !(rep % 2));
 		for (i = 0; i < n; i++) {
 			struct result *r = &results[i];
 
 			run_config(&b, &plan[i], rep, r);
-			/* The first baseline of a block, for the progress lines. */
-			if (plan[i].kind == S_NONE && (i == 0 || plan[i - 1].kind == S_NONE))
-				baseline = r->work_per_s;
 			write_result(r);
-			print_result(r, baseline, ++index, total);
+			print_result(r, ++index, total);
 		}
 	}
 	printf("bench: %d runs in %.1f s, results in %s\n", total, (now_ns() - start) / 1e9,
@@ -1101,10 +1646,10 @@ int main(int argc, char *argv[])
 		for (i = 0; i < n; i++) {
 			const struct result *r = &results[i];
 			const struct tally *t = &r->t;
-			bool chain = r->c.kind == S_KERNEL_CHAIN || r->c.kind == S_USER;
+			bool chain = has_chain(r->c.kind);
 			double frac = t->in_loop ? (double)t->complete / t->in_loop : 0;
 
-			if (!r->work) {
+			if (!r->work_on || !r->work_off) {
 				printf("smoke: FAIL %s: no work done\n", sampler_name[r->c.kind]);
 				ok = false;
 			}

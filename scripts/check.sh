@@ -4,7 +4,8 @@
 #   deps -> tree -> checkpatch + export round trip -> build (x86 kernel,
 #   perf, selftests) -> arm64 build of the touched directories -> every
 #   patch builds on its own -> harness tests (log check, injected WARN in
-#   L1, contributor workflow) -> the L1 suite
+#   L1, contributor workflow) -> the L1 suite (KVM selftests, perf test) ->
+#   a smoke run of the benchmark
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -37,14 +38,14 @@ must() {
 
 # A stage that is itself a test: count it, go on either way.
 tested() {
-	local name=$1
+	local name=$1 log=$RESULTS/${1//\//-}.log
 	shift
-	if stage "$name" "$@" >"$RESULTS/$name.log" 2>&1; then
-		grep '^=== stage' "$RESULTS/$name.log"
-		record PASS "build/$name"
+	if stage "$name" "$@" >"$log" 2>&1; then
+		grep '^=== stage' "$log"
+		record PASS "$name"
 	else
-		tail -n 40 "$RESULTS/$name.log" | sed 's/^/    | /'
-		record FAIL "build/$name"
+		tail -n 40 "$log" | sed 's/^/    | /'
+		record FAIL "$name"
 	fi
 }
 
@@ -115,8 +116,9 @@ stage export-roundtrip roundtrip
 must build-kernel bash "$TOP/scripts/build-kernel.sh"
 must build-perf bash "$TOP/scripts/build-perf.sh"
 must build-selftests bash "$TOP/scripts/build-selftests.sh"
-tested arm64 bash "$TOP/scripts/build-arm64.sh"
-tested bisect bash "$TOP/scripts/bisect-build.sh"
+tested build/arm64 bash "$TOP/scripts/build-arm64.sh"
+tested build/bisect bash "$TOP/scripts/bisect-build.sh"
 stage harness harness
 stage l1-suite l1suite
+tested bench/smoke bash "$TOP/scripts/bench.sh" --smoke
 summary
