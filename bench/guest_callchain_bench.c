@@ -1319,6 +1319,21 @@ static uint64_t thread_runtime(int fd)
 	return strtoull(text, NULL, 10);
 }
 
+
+/* Append the pair (@a, @b) to @pairs, of *@nr pairs out of room for *@cap. */
+static uint64_t *append_pair(uint64_t *pairs, size_t *nr, size_t *cap,
+			     uint64_t a, uint64_t b)
+{
+	if (*nr == *cap) {
+		*cap *= 2;
+		pairs = realloc(pairs, *cap * 2 * sizeof(uint64_t));
+		TEST_ASSERT(pairs, "realloc failed");
+	}
+	pairs[2 * *nr] = a;
+	pairs[2 * *nr + 1] = b;
+	(*nr)++;
+	return pairs;
+}
 static int host_clock(pid_t pid, const char *dir)
 {
 	size_t nr = 0, cap = 1 << 20, nr_sync = 0, cap_sync = 4096;
@@ -1397,28 +1412,14 @@ static int host_clock(pid_t pid, const char *dir)
 			}
 			if (strtoull(text, NULL, 10) && strtoull(text, NULL, 10) != last_sync) {
 				last_sync = strtoull(text, NULL, 10);
-				if (nr_sync == cap_sync) {
-					cap_sync *= 2;
-					sync = realloc(sync, cap_sync * 2 * sizeof(uint64_t));
-					TEST_ASSERT(sync, "realloc failed");
-				}
-				sync[2 * nr_sync] = last_sync;
-				sync[2 * nr_sync + 1] = tsc;
-				nr_sync++;
+				sync = append_pair(sync, &nr_sync, &cap_sync, last_sync, tsc);
 			}
 		}
 		tsc = bench_rdtsc();
 		rt = thread_runtime(fd);
 		if (!rt && kill(pid, 0))
 			break;
-		if (nr == cap) {
-			cap *= 2;
-			clock = realloc(clock, cap * 2 * sizeof(uint64_t));
-			TEST_ASSERT(clock, "realloc failed");
-		}
-		clock[2 * nr] = tsc;
-		clock[2 * nr + 1] = rt;
-		nr++;
+		clock = append_pair(clock, &nr, &cap, tsc, rt);
 	}
 
 	snprintf(path, sizeof(path), "%s/hostclock.csv", dir);

@@ -10,12 +10,15 @@ PERF=$BUILD/perf/perf
 RESULTS=${L1_RESULTS:-/tmp}
 cd "$BUILD/linux/tools/perf" || exit 1
 
+list=$(mktemp)
+"$PERF" test list >"$list" 2>&1
 skips=
 while IFS=$'\t' read -r desc _; do
 	case "$desc" in ''|'#'*) continue ;; esac
-	n=$("$PERF" test list 2>&1 | sed -n "s/^ *\([0-9]*\): ${desc}\$/\1/p" | head -n 1)
+	n=$(awk -v d="$desc" 'index($0, ": " d) && substr($0, index($0, ": ") + 2) == d { sub(/:.*/, ""); print $1; exit }' "$list")
 	[ -n "$n" ] && skips=${skips:+$skips,}$n
 done < <(sed 's/\t\+/\t/' "$TOP/tests/l1/perf-skips")
+rm -f "$list"
 echo "perf test: skipping $skips (see tests/l1/perf-skips)"
 
 "$PERF" test --skip "$skips" 2>&1 | tee "$RESULTS/perf-test.log" |
