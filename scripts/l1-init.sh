@@ -17,8 +17,22 @@ ln -sf /proc/self/fd/1 /dev/stdout
 ln -sf /proc/self/fd/2 /dev/stderr
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
-mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
+# L1 gets a /tmp of its own; if this checkout lives under the host's /tmp,
+# keep it visible through the new one.
+top=$(cd "$(dirname "$0")/.." && pwd)
+case "$top" in
+/tmp/*)
+	mkdir -p /run/top
+	mount --bind "$top" /run/top
+	mount -t tmpfs tmpfs /tmp
+	mkdir -p "$top"
+	mount --bind /run/top "$top"
+	;;
+*)
+	mount -t tmpfs tmpfs /tmp
+	;;
+esac
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 results /mnt
 export L1_RESULTS=/mnt
