@@ -53,12 +53,12 @@ checkpatch() {
 	local p ignore
 	while read -r p; do
 		case "$p" in ''|'#'*|0000-cover-letter.patch) continue ;; esac
-		# In patches that touch only tools/perf, two checks misfire on
-		# perf's own conventions: perf test reads a shell test's
+		# In patches that touch only tools/perf (and MAINTAINERS), two
+		# checks misfire on perf's own conventions: perf test reads a shell test's
 		# description from line 2, so SPDX goes on line 3; and libc's
 		# names (PRIx64, Dl_info, Elf64_Ehdr) are not CamelCase of ours.
 		ignore=
-		if ! sed -n 's|^+++ b/||p' "$TOP/patches/$p" | grep -qv '^tools/perf/'; then
+		if ! sed -n 's|^+++ b/||p' "$TOP/patches/$p" | grep -qv -e '^tools/perf/' -e '^MAINTAINERS$'; then
 			ignore="--ignore CAMELCASE,SPDX_LICENSE_TAG"
 		fi
 		# shellcheck disable=SC2086
