@@ -1,5 +1,7 @@
 # The front door.  Every target installs what it needs.
 #
+#   make demo     profile a Linux guest from the host: flame graph and files
+#                 in build/demo-out (DEMO_OUT=dir, DEMO_SECONDS=20)
 #   make check    everything: deps, tree, checkpatch, build, tests in L1
 #   make build    the patched kernel, perf and the KVM selftests
 #   make tree     materialise build/linux: base + patches/ with git am
@@ -11,7 +13,7 @@
 
 S := scripts
 
-.PHONY: all check build deps tree export kernel perf selftests bench l1 clean distclean
+.PHONY: all check build deps tree export kernel perf selftests bench demo demo-deps l1 clean distclean
 
 all: build
 
@@ -40,6 +42,12 @@ build: kernel perf selftests
 
 bench: build
 	@bash -c '. $(S)/lib.sh; stage bench bash $(S)/bench.sh'
+
+demo-deps: deps
+	@bash $(S)/demo-deps.sh
+
+demo: demo-deps kernel perf
+	@bash $(S)/demo.sh $(DEMO_OUT)
 
 l1:
 	@test -n "$(RUN)" || { echo "usage: make l1 RUN='command'"; exit 2; }

@@ -51,7 +51,7 @@ noinline void compute_phase(uint64_t *block, size_t n)
 {
 	int i;
 
-	for (i = 0; i < 64; i++)
+	for (i = 0; i < 256; i++)
 		sink += checksum_block(block, n);
 }
 
@@ -83,7 +83,7 @@ noinline void touch_pages(char *mem, size_t len)
 
 noinline void fault_phase(void)
 {
-	size_t len = 4 << 20;
+	size_t len = 1 << 20;
 	char *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (mem == MAP_FAILED) {

@@ -5,7 +5,7 @@
 #   perf, selftests) -> arm64 build of the touched directories -> every
 #   patch builds on its own -> harness tests (log check, injected WARN in
 #   L1, contributor workflow) -> the L1 suite (KVM selftests, perf test) ->
-#   a smoke run of the benchmark
+#   a smoke run of the benchmark -> the short demo and its bad uses
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -110,6 +110,7 @@ l1suite() {
 }
 
 must deps bash "$TOP/scripts/deps.sh"
+must demo-deps bash "$TOP/scripts/demo-deps.sh"
 must tree bash "$TOP/scripts/tree.sh"
 stage checkpatch checkpatch
 stage export-roundtrip roundtrip
@@ -121,4 +122,13 @@ tested build/bisect bash "$TOP/scripts/bisect-build.sh"
 stage harness harness
 stage l1-suite l1suite
 tested bench/smoke bash "$TOP/scripts/bench.sh" --smoke
+
+# The short demo: a real Linux guest recorded from L1, its flame graph drawn
+# and checked; then the demo used wrongly.
+demo_short() {
+	DEMO_SECONDS=8 bash "$TOP/scripts/demo.sh" "$OUT/demo-short" &&
+		bash "$TOP/tests/demo/check.sh" "$OUT/demo-short"
+}
+tested demo/short demo_short
+tested demo/bad-use bash "$TOP/tests/demo/bad-use-test.sh" "$OUT/demo-short"
 summary

@@ -1,62 +1,103 @@
 #!/bin/bash
 # The part of 'make demo' that runs inside L1 (scripts/demo.sh starts it):
 # boot the L2 guest (our kernel, a busybox initramfs, demo/workload.c) with
-# KVM, turn guest call chains on, record it with 'perf kvm --guest record -g'
-# and turn the recording into text, folded stacks and a flame graph.
+# KVM, turn guest call chains on and record the guest with
+# 'perf kvm --guest record -g' for RECORD_SECONDS.
 #
 #   demo-l1.sh OUTDIR RECORD_SECONDS
+#
+# OUTDIR gets perf.data, guest-console.log and guestmount/PID: the guest's
+# root as the guest shared it (proc/kallsyms, proc/modules, bin/workload)
+# with workload.maps, the program's /proc/PID/maps in the guest.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+[ $# -eq 2 ] || die "usage: $0 OUTDIR RECORD_SECONDS"
 outdir=$1 record_seconds=$2
 PERF=${PERF:-$BUILD/perf/perf}
-knob=/sys/module/kvm/parameters/enable_guest_callchains
-template=$BUILD/npm/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html
+knob=${DEMO_KNOB:-/sys/module/kvm/parameters/enable_guest_callchains}
 step() { printf '[demo/L1 %4ds] %s\n' "$SECONDS" "$*"; }
 
-[ -e "$knob" ] || die "$knob is missing: L1 runs a kernel without guest call chains (not the patched kernel?)"
-[ -c /dev/kvm ] || die "no /dev/kvm in L1: KVM (kvm_amd) did not come up"
+[ -e "$knob" ] || die "$knob is missing: this kernel has no guest call chains (not the patched kernel?)"
+[ -c /dev/kvm ] || die "no /dev/kvm here: KVM is not available (no SVM/VMX for the guest?)"
 touch "$outdir/.writable" 2>/dev/null || die "output directory $outdir is not writable"
 rm -f "$outdir/.writable"
 
 share=$outdir/guest
-rm -rf "$share"
-mkdir -p "$share"
-echo Y >"$knob"
-step "guest call chains on ($knob = $(cat "$knob"))"
 
-# The guest runs its workload for longer than we record, so that recording
-# starts and ends in the middle of it.
-step "booting the L2 guest (Linux $(basename "$BUILD/bzImage"), busybox, workload)"
-qemu-system-x86_64 -accel kvm -cpu host -m 512 -smp 1 \
-	-display none -monitor none -nic none -no-reboot \
-	-kernel "$BUILD/bzImage" -initrd "$BUILD/demo/initramfs.cpio.gz" \
-	-append "console=ttyS0 loglevel=4 panic=-1 -- $((record_seconds + 30))" \
-	-fsdev local,id=share,path="$share",security_model=none \
-	-device virtio-9p-pci,fsdev=share,mount_tag=share \
-	-serial file:"$outdir/guest-console.log" &
-qemu=$!
-for _ in $(seq 600); do
-	[ -s "$share/workload.maps" ] && break
-	kill -0 $qemu 2>/dev/null || die "the guest stopped early; see $outdir/guest-console.log"
-	sleep 0.2
+# A guest kernel report: the guest went wrong, and its profile with it.
+guest_broke() {
+	grep -qE 'WARNING:|BUG:|Oops|Kernel panic|possible recursive locking' "$outdir/guest-console.log" 2>/dev/null
+}
+
+# Boot the guest and record it; 0 when the guest ran its workload, clean,
+# the whole time.  The guest runs the workload for longer than we record,
+# so that the recording starts and ends in the middle of it.  -xsave: the
+# guest kernel finds XSAVE sizes inconsistent under nested TCG and warns.
+record_guest() {
+	rm -rf "$share" "$outdir/guestmount" "$outdir/perf.data" "$outdir/guest-console.log"
+	: >"$outdir/guest-console.log"
+	mkdir -p "$share" "$outdir/guestmount"
+	step "booting the L2 guest: $BUILD/bzImage with a busybox initramfs and demo/workload.c"
+	qemu-system-x86_64 -accel kvm -cpu "${DEMO_GUEST_CPU:-host,-xsave}" -m 512 -smp 1 \
+		-display none -monitor none -nic none -no-reboot \
+		-kernel "$BUILD/bzImage" -initrd "$BUILD/demo/initramfs.cpio.gz" \
+		-append "console=ttyS0 loglevel=4 panic=-1 ${DEMO_GUEST_APPEND:-} -- $((record_seconds + 60))" \
+		-fsdev local,id=share,path="$share",security_model=none \
+		-device virtio-9p-pci,fsdev=share,mount_tag=share \
+		-serial file:"$outdir/guest-console.log" &
+	qemu=$!
+	for _ in $(seq 180); do
+		[ -s "$share/workload.maps" ] && break
+		kill -0 $qemu 2>/dev/null || break
+		guest_broke && break
+		sleep 1
+	done
+	if [ ! -s "$share/workload.maps" ] || guest_broke; then
+		step "the guest did not get to its workload (see guest-console.log)"
+		stop_guest
+		return 1
+	fi
+	# perf kvm --guestmount wants the guest's root at guestmount/<QEMU PID>.
+	ln -s ../guest "$outdir/guestmount/$qemu"
+	step "guest workload running; guest root shared at guestmount/$qemu ($(wc -l <"$share/proc/kallsyms") kallsyms lines)"
+
+	# Only now: once on, guest call chains make every memslot update wait
+	# for an expedited RCU grace period, whose IPIs kick the vCPU out of
+	# the guest, and a booting guest updates its memslots a lot.  Under
+	# TCG's nested SVM such exits at the wrong moment can break the guest.
+	echo Y >"$knob"
+	step "guest call chains on ($knob = $(cat "$knob"))"
+	step "recording: perf kvm --guest record -g -e cpu-clock -F 250 -p $qemu for ${record_seconds}s"
+	"$PERF" kvm --guest --guestmount="$outdir/guestmount" -o "$outdir/perf.data" \
+		record -q -g -e cpu-clock -F 250 -p $qemu -- sleep "$record_seconds" 2>&1 |
+		grep -v '^\[ perf record: ' || true
+	[ -s "$outdir/perf.data" ] || die "perf kvm record wrote no perf.data"
+	if ! kill -0 $qemu 2>/dev/null || guest_broke; then
+		step "the guest stopped or broke while we recorded it (see guest-console.log)"
+		stop_guest
+		return 1
+	fi
+	echo $qemu >"$outdir/qemu.pid"
+	stop_guest
+}
+
+qemu=
+stop_guest() {
+	[ -n "$qemu" ] || return 0
+	kill $qemu 2>/dev/null || true
+	wait $qemu 2>/dev/null || true
+	qemu=
+}
+trap stop_guest EXIT
+
+# The guest kernel sometimes goes wrong early, with interrupts taken while
+# it has them off, under nested KVM on TCG's SVM (see README): try again.
+attempts=${DEMO_ATTEMPTS:-3}
+for attempt in $(seq "$attempts"); do
+	record_guest && break
+	[ "$attempt" -lt "$attempts" ] || die "the L2 guest failed $attempts times; see $outdir/guest-console.log"
+	cp "$outdir/guest-console.log" "$outdir/guest-console.failed-$attempt.log"
+	step "trying again ($((attempt + 1)) of $attempts)"
 done
-[ -s "$share/workload.maps" ] || die "the guest's workload did not start; see $outdir/guest-console.log"
-step "guest workload running; symbols shared ($(wc -l <"$share/kallsyms") kallsyms lines)"
-
-step "recording: perf kvm --guest record -g -e cpu-clock -p $qemu for ${record_seconds}s"
-"$PERF" kvm --guest --guestkallsyms="$share/kallsyms" --guestmodules="$share/modules" \
-	-o "$outdir/perf.data" record -q -g -e cpu-clock -F 2000 -p $qemu -- sleep "$record_seconds"
-kill $qemu 2>/dev/null || true
-wait $qemu 2>/dev/null || true
-
-symbols=(--guestkallsyms="$share/kallsyms" --guestmodules="$share/modules")
-step "symbolising: perf kvm --guest script"
-"$PERF" kvm --guest "${symbols[@]}" -i "$outdir/perf.data" script >"$outdir/perf-kvm-script.txt" 2>"$outdir/perf-kvm-script.err"
-step "folding stacks: perf kvm --guest script report stackcollapse"
-"$PERF" kvm --guest "${symbols[@]}" -i "$outdir/perf.data" script report stackcollapse \
-	>"$outdir/folded.txt" 2>>"$outdir/perf-kvm-script.err"
-step "drawing: perf kvm --guest script report flamegraph"
-(cd "$outdir" && "$PERF" kvm --guest "${symbols[@]}" -i "$outdir/perf.data" script report flamegraph \
-	--template "$template" -o "$outdir/flamegraph.html" >>"$outdir/perf-kvm-script.err" 2>&1)
-step "done"
+step "recorded $(du -h "$outdir/perf.data" | cut -f1) of perf.data"

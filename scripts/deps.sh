@@ -20,6 +20,8 @@ packages=(
 	python3-matplotlib
 	# the bench: L1 under TCG, host root over 9p
 	qemu-system-x86 busybox-static
+	# make demo: the flame graph's picture in headless Chromium
+	chromium fonts-dejavu-core
 )
 
 missing=()

@@ -10,7 +10,7 @@
 # with $L1_RESULTS pointing at a writable directory, which is
 # $OUT/l1/NAME on the host.  Its output streams here as it runs.
 #
-# L1_APPEND adds to the L1 kernel command line.
+# L1_APPEND adds to the L1 kernel command line; L1_SMP replaces -smp 2.
 #
 # Afterwards the L1 kernel log (console.log there) is checked: any WARNING,
 # BUG, Oops, lockdep, RCU or KASAN report fails the run, with the report shown.
@@ -46,7 +46,7 @@ say "booting L1 for '$*' (log: $results/console.log)"
 start=$(date +%s)
 qemu_rc=0
 timeout --foreground -k 10 "$timeout" qemu-system-x86_64 \
-	-accel tcg,thread=single -cpu max -smp 2 -m 6G \
+	-accel tcg,thread=single -cpu max -smp "${L1_SMP:-2}" -m 6G \
 	-display none -monitor none -nic none -no-reboot \
 	-kernel "$kernel" \
 	-append "console=ttyS0 loglevel=7 log_buf_len=8M panic=-1 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$TOP/scripts/l1-init.sh rcupdate.rcu_cpu_stall_timeout=60 ${L1_APPEND:-}" \

@@ -1,0 +1,80 @@
+#!/bin/bash
+# The symbolising and drawing part of 'make demo', on the machine that ran
+# L1: turn OUTDIR/perf.data (recorded by scripts/demo-l1.sh) into
+#   perf-kvm-script.txt  'perf kvm --guest script'
+#   folded.txt           folded stacks ('script report stackcollapse')
+#   flamegraph.html      'script report flamegraph', d3-flame-graph 4.1.3
+#   flamegraph.png       that page in headless Chromium (flamegraph.labels:
+#                        the names it shows)
+#   top-stacks.txt       the ten hottest guest stacks
+# with the guest's symbols from OUTDIR/guestmount and OUTDIR/guest/workload.maps.
+#
+#   demo-report.sh OUTDIR
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+[ $# -eq 1 ] || die "usage: $0 OUTDIR"
+outdir=$(cd "$1" && pwd)
+PERF=${PERF:-$BUILD/perf/perf}
+# perf's report scripts (stackcollapse, flamegraph) from the source tree
+export PERF_EXEC_PATH=${PERF_EXEC_PATH:-$TREE/tools/perf}
+template=$BUILD/npm/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html
+step() { printf '[demo %4ds] %s\n' "$SECONDS" "$*"; }
+warn() { printf '[demo] warning: %s\n' "$*" >&2; }
+
+[ -s "$outdir/perf.data" ] || die "no perf.data in $outdir"
+[ -f "$template" ] || die "no flame-graph template at $template: run scripts/demo-deps.sh"
+
+# What the guest shared: a missing piece leaves those frames as addresses.
+opts=(--guest)
+root=$(ls -d "$outdir"/guestmount/[0-9]* 2>/dev/null | head -n 1 || true)
+if [ -n "$root" ] && [ -d "$root/" ]; then
+	opts+=(--guestmount="$outdir/guestmount")
+	[ -s "$root/proc/kallsyms" ] ||
+		warn "no guest kernel symbols ($root/proc/kallsyms): guest kernel frames are shown as addresses"
+	[ -s "$root/bin/workload" ] ||
+		warn "no guest program ($root/bin/workload): guest user frames are shown as addresses"
+else
+	warn "no guest root under $outdir/guestmount: guest kernel frames are shown as addresses"
+fi
+if [ -s "$outdir/guest/workload.maps" ]; then
+	opts+=(--guestmaps="$outdir/guest/workload.maps")
+else
+	warn "no guest program mappings ($outdir/guest/workload.maps): guest user frames are shown as addresses"
+fi
+
+cd "$outdir"
+step "symbolising: perf kvm ${opts[*]//"$outdir\/"/} script"
+"$PERF" kvm "${opts[@]}" -i perf.data script >perf-kvm-script.txt 2>perf-kvm-script.err ||
+	die "perf kvm script failed: $(tail -n 5 perf-kvm-script.err)"
+step "folding stacks: perf kvm script report stackcollapse"
+"$PERF" kvm "${opts[@]}" -i perf.data script report stackcollapse >folded.txt 2>>perf-kvm-script.err ||
+	die "perf kvm script report stackcollapse failed: $(tail -n 5 perf-kvm-script.err)"
+[ -s folded.txt ] || die "no guest stacks in $outdir/perf.data"
+
+step "drawing: perf kvm script report flamegraph (d3-flame-graph 4.1.3)"
+rm -f flamegraph.html
+"$PERF" kvm "${opts[@]}" -i perf.data script report flamegraph --template "$template" \
+	-o flamegraph.html >>perf-kvm-script.err 2>&1 </dev/null || true
+[ -s flamegraph.html ] || die "perf script report flamegraph wrote no HTML: $(tail -n 5 perf-kvm-script.err)"
+
+step "taking a picture of the flame graph in headless Chromium"
+command -v chromium >/dev/null || die "chromium missing: run 'make deps'"
+NODE_PATH=$BUILD/npm/node_modules timeout 120 node "$TOP/demo/render.js" \
+	flamegraph.html flamegraph.png flamegraph.labels >render.log 2>&1 ||
+	die "could not render the flame graph in Chromium: $(tail -n 5 render.log)"
+
+# folded.txt: "comm;outermost;...;innermost COUNT"
+awk '{ print $NF "\t" $0 }' folded.txt | sort -t "$(printf '\t')" -k1,1nr |
+	awk -F '\t' -v total="$(awk '{ n += $NF } END { print n }' folded.txt)" 'NR <= 10 {
+		stack = $2; sub(/ [0-9]+$/, "", stack); sub(/^[^;]*;/, "", stack)
+		gsub(/;/, " -> ", stack)
+		printf "%6d %5.1f%%  %s\n", $1, 100 * $1 / total, stack }' >top-stacks.txt
+echo
+echo "The ten hottest guest stacks (samples, share, caller -> callee):"
+cat top-stacks.txt
+echo
+echo "Files in $outdir:"
+for f in perf.data perf-kvm-script.txt folded.txt flamegraph.html flamegraph.png top-stacks.txt; do
+	printf '  %-20s %s\n' "$f" "$(du -h "$f" | cut -f1)"
+done
