@@ -110,7 +110,8 @@ l1suite() {
 }
 
 must deps bash "$TOP/scripts/deps.sh"
-must demo-deps bash "$TOP/scripts/demo-deps.sh"
+# Only the demo needs these: without them its stages fail, the rest runs.
+stage demo-deps bash "$TOP/scripts/demo-deps.sh" || record FAIL stage/demo-deps
 must tree bash "$TOP/scripts/tree.sh"
 stage checkpatch checkpatch
 stage export-roundtrip roundtrip
