@@ -62,10 +62,10 @@ record_guest() {
 	ln -s ../guest "$outdir/guestmount/$qemu"
 	step "guest workload running; guest root shared at guestmount/$qemu ($(wc -l <"$share/proc/kallsyms") kallsyms lines)"
 
-	# Only now: once on, guest call chains make every memslot update wait
-	# for an expedited RCU grace period, whose IPIs kick the vCPU out of
-	# the guest, and a booting guest updates its memslots a lot.  Under
-	# TCG's nested SVM such exits at the wrong moment can break the guest.
+	# Only now: once on, the knob makes every memslot update wait for an
+	# expedited RCU grace period, and a booting guest updates its memslots
+	# a lot.  With the knob on from the start, the guest broke during its
+	# boot more often under TCG's nested SVM (see README).
 	echo Y >"$knob"
 	step "guest call chains on ($knob = $(cat "$knob"))"
 	step "recording: perf kvm --guest record -g -e cpu-clock -F 250 -p $qemu for ${record_seconds}s"
