@@ -20,8 +20,6 @@ step() { printf '[demo/L1 %4ds] %s\n' "$SECONDS" "$*"; }
 
 [ -e "$knob" ] || die "$knob is missing: this kernel has no guest call chains (not the patched kernel?)"
 [ -c /dev/kvm ] || die "no /dev/kvm here: KVM is not available (no SVM/VMX for the guest?)"
-touch "$outdir/.writable" 2>/dev/null || die "output directory $outdir is not writable"
-rm -f "$outdir/.writable"
 
 share=$outdir/guest
 

@@ -52,6 +52,22 @@ else
 	fail=1
 fi
 
+# A corrupt maps file: perf says so, and keeps every sample and the guest
+# kernel symbols.
+mkdir "$tmp/badmaps"
+cp -a "$demo/perf.data" "$demo/guest" "$demo/guestmount" "$tmp/badmaps/"
+echo "this is not a maps file" >"$tmp/badmaps/guest/workload.maps"
+expect "corrupt guest maps file" 0 "drawing" bash "$TOP/scripts/demo-report.sh" "$tmp/badmaps"
+if grep -q "is not a /proc/PID/maps file" "$tmp/badmaps/perf-kvm-script.err" &&
+	[ "$(grep -c 'cpu-clock:' "$tmp/badmaps/perf-kvm-script.txt")" = \
+	  "$(grep -c 'cpu-clock:' "$demo/perf-kvm-script.txt")" ] &&
+	grep -q do_syscall_64 "$tmp/badmaps/perf-kvm-script.txt"; then
+	echo "ok: corrupt guest maps file: reported, every sample kept, guest kernel symbols resolved"
+else
+	echo "FAILED: corrupt guest maps file: no error from perf, or samples or kernel symbols lost"
+	fail=1
+fi
+
 # In an L1 whose kvm_amd never starts (its init call is blacklisted): no
 # /dev/kvm.  The knob missing, as on a kernel
 # without the series, is made up with DEMO_KNOB: L1 runs our kernel.
