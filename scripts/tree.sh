@@ -4,8 +4,9 @@
 # branch 'series'.
 #
 # Idempotent: a tree whose commits already export to exactly patches/ is left
-# alone.  A tree holding commits that are not exported yet is never thrown
-# away unless FORCE=1.
+# alone.  A tree that still exports to the patches it was made from, while
+# patches/ moved on (a pull), is made again.  A tree holding commits that are
+# not exported yet is never thrown away unless FORCE=1.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -20,6 +21,10 @@ identity() {
 }
 identity
 
+# What the tree was made from: a digest of the patches, cover letter aside.
+stamp=$(git rev-parse --git-dir)/materialised-from
+digest() { (cd "$1" && LC_ALL=C ls 0[0-9]*.patch | grep -v '^0000-' | xargs cat series | sha256sum | cut -d' ' -f1); }
+
 if git rev-parse -q --verify refs/heads/series >/dev/null; then
 	if [ "${FORCE:-0}" != 1 ]; then
 		scratch=$(mktemp -d)
@@ -30,7 +35,12 @@ if git rev-parse -q --verify refs/heads/series >/dev/null; then
 			say "tree at $TREE already matches patches/ ($(git rev-list --count base..series) commits)"
 			exit 0
 		fi
-		die "the tree has commits or changes that differ from patches/: 'make export' them, or 'make tree FORCE=1' to discard them"
+		if [ -z "$(git status --porcelain --untracked-files=no)" ] &&
+			[ "$(digest "$scratch")" = "$(cat "$stamp" 2>/dev/null)" ]; then
+			say "patches/ changed since the tree was made, which holds no work of its own: making it again"
+		else
+			die "the tree has commits or changes that differ from patches/: 'make export' them, or 'make tree FORCE=1' to discard them"
+		fi
 	fi
 	git am --abort >/dev/null 2>&1 || true
 fi
@@ -43,4 +53,5 @@ while read -r patch; do
 	git am -q --keep-cr "$TOP/patches/$patch" || die "patches/$patch does not apply; see 'git -C $TREE am --show-current-patch'"
 	n=$((n + 1))
 done <"$TOP/patches/series"
+digest "$TOP/patches" >"$stamp"
 say "tree at $TREE: base + $n patches on branch 'series'"
