@@ -1,8 +1,9 @@
 #!/bin/bash
 # Every patch must build on its own.  For each commit of the series, in a
 # separate work tree (build/bisect) with the test kernel's .config, build the
-# x86 directories the series touches; build the KVM selftests too once they
-# exist in the series.  ccache makes repeated runs cheap.
+# kernel directories the series touches (KVM, perf, BPF stack maps; virt/kvm
+# builds as part of arch/x86/kvm).  The perf tools and the selftests are not
+# built per patch here.  ccache makes repeated runs cheap.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -22,7 +23,7 @@ fi
 mkdir -p "$OBJ"
 cp "$KBUILD/.config" "$OBJ/.config"
 
-dirs="arch/x86/kvm/ arch/x86/events/ kernel/events/"
+dirs="arch/x86/kvm/ arch/x86/events/ kernel/events/ kernel/bpf/"
 n=0
 for commit in $(git -C "$TREE" rev-list --reverse base..series); do
 	n=$((n + 1))

@@ -60,12 +60,15 @@ record_guest() {
 	ln -s ../guest "$outdir/guestmount/$qemu"
 	step "guest workload running; guest root shared at guestmount/$qemu ($(wc -l <"$share/proc/kallsyms") kallsyms lines)"
 
-	# Only now: once on, the knob makes every memslot update wait for an
-	# expedited RCU grace period, and a booting guest updates its memslots
-	# a lot.  With the knob on from the start, the guest broke during its
-	# boot more often under TCG's nested SVM (see README).
+	# Only now: once on, the VM's opt-in makes each of its memslot updates
+	# wait for an expedited RCU grace period, and a booting guest updates
+	# its memslots a lot.  With it on from the start, the guest broke during
+	# its boot more often under TCG's nested SVM (see README).
 	echo Y >"$knob"
-	step "guest call chains on ($knob = $(cat "$knob"))"
+	opt_in=$(ls -d /sys/kernel/debug/kvm/"$qemu"-*/guest_callchains 2>/dev/null | head -n 1)
+	[ -n "$opt_in" ] || die "no /sys/kernel/debug/kvm/$qemu-*/guest_callchains: the kernel can't opt the guest in"
+	echo 1 >"$opt_in"
+	step "guest call chains on ($knob = $(cat "$knob"), ${opt_in#/sys/kernel/debug/kvm/} = $(cat "$opt_in"))"
 	step "recording: perf kvm --guest record -g -e cpu-clock -F 250 -p $qemu for ${record_seconds}s"
 	"$PERF" kvm --guest --guestmount="$outdir/guestmount" -o "$outdir/perf.data" \
 		record -q -g -e cpu-clock -F 250 -p $qemu -- sleep "$record_seconds" 2>&1 |
