@@ -71,8 +71,10 @@ record_guest() {
 	step "guest call chains on ($knob = $(cat "$knob"), ${opt_in#/sys/kernel/debug/kvm/} = $(cat "$opt_in"))"
 	step "recording: perf kvm --guest record -g -e cpu-clock -F 250 -p $qemu for ${record_seconds}s"
 	"$PERF" kvm --guest --guestmount="$outdir/guestmount" -o "$outdir/perf.data" \
-		record -q -g -e cpu-clock -F 250 -p $qemu -- sleep "$record_seconds" 2>&1 |
-		grep -v '^\[ perf record: ' || true
+		record -q -g -e cpu-clock -F 250 -p $qemu -- sleep "$record_seconds" \
+		>"$outdir/perf-record.log" 2>&1 || record_rc=$?
+	grep -v '^\[ perf record: ' "$outdir/perf-record.log" || true
+	[ "${record_rc:-0}" -eq 0 ] || die "perf kvm record failed with status $record_rc"
 	[ -s "$outdir/perf.data" ] || die "perf kvm record wrote no perf.data"
 	if ! kill -0 $qemu 2>/dev/null || guest_broke; then
 		step "the guest stopped or broke while we recorded it (see guest-console.log)"

@@ -26,7 +26,8 @@ done
 git clone -q --shared --no-checkout "$TREE" "$clone"
 cd "$clone"
 git config user.name "Workflow test" && git config user.email "workflow@test"
-git sparse-checkout set --no-cone "/$file" >/dev/null
+# .gitattributes too: its "diff=cpp" shapes the hunk headers of exported C.
+git sparse-checkout set --no-cone "/$file" /.gitattributes >/dev/null
 git checkout -q -B series origin/series
 
 # The one-line change a contributor makes in the materialised tree.
