@@ -70,12 +70,21 @@ record_guest() {
 	echo 1 >"$opt_in"
 	step "guest call chains on ($knob = $(cat "$knob"), ${opt_in#/sys/kernel/debug/kvm/} = $(cat "$opt_in"))"
 	step "recording: perf kvm --guest record -g -e cpu-clock -F 250 -p $qemu for ${record_seconds}s"
+	record_rc=0
 	"$PERF" kvm --guest --guestmount="$outdir/guestmount" -o "$outdir/perf.data" \
 		record -q -g -e cpu-clock -F 250 -p $qemu -- sleep "$record_seconds" \
 		>"$outdir/perf-record.log" 2>&1 || record_rc=$?
 	grep -v '^\[ perf record: ' "$outdir/perf-record.log" || true
-	[ "${record_rc:-0}" -eq 0 ] || die "perf kvm record failed with status $record_rc"
-	[ -s "$outdir/perf.data" ] || die "perf kvm record wrote no perf.data"
+	# Once in about four runs here, perf.data came out unfinished (a data
+	# size of 0) without a message: record again rather than draw nothing.
+	if [ "$record_rc" -ne 0 ] ||
+		! "$PERF" kvm --guest --guestmount="$outdir/guestmount" script \
+			-i "$outdir/perf.data" >/dev/null 2>&1; then
+		step "perf kvm record exited with status $record_rc and left no complete perf.data (see perf-record.log)"
+		cp "$outdir/perf-record.log" "$outdir/perf-record.failed.log"
+		stop_guest
+		return 1
+	fi
 	if ! kill -0 $qemu 2>/dev/null || guest_broke; then
 		step "the guest stopped or broke while we recorded it (see guest-console.log)"
 		stop_guest
