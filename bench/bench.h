@@ -39,7 +39,7 @@ struct timing {
 /* One configuration: a stack shape, a sampler and its rate. */
 struct config {
 	bool sparse;			/* one frame per page */
-	int depth;			/* frames below bench_entry, 3..64 */
+	int depth;			/* frames below guest_callchain_entry, 3..64 */
 	enum sampler_kind kind;
 	int rate;			/* Hz */
 	struct timing time;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "guest_callchain.h"
 #include "perf_sampler.h"
 #include "processor.h"
 #include "ucall_common.h"
@@ -21,7 +22,7 @@
  */
 static uint64_t work_counter;
 static uint64_t work_stop;
-static uint64_t shape_depth;		/* frames below bench_entry, >= 3 */
+static uint64_t shape_depth;		/* frames below guest_callchain_entry, >= 3 */
 static uint64_t shape_sparse;		/* one frame per page */
 static uint64_t ret_addr[MAX_DEPTH];
 static uint64_t frame_addr[MAX_DEPTH];
@@ -34,41 +35,10 @@ do {										\
 	frame_addr[d] = (uint64_t)__builtin_frame_address(0);			\
 } while (0)
 
-/* Calls @fn with RBP = 0: the chain ends at @fn's frame. */
-void bench_entry(void (*fn)(void));
-asm(".pushsection .text\n"
-	".global bench_entry\n"
-	".type bench_entry, @function\n"
-	"bench_entry:\n"
-	"	push %rbp\n"
-	"	xor %ebp, %ebp\n"
-	"	call *%rdi\n"
-	"bench_entry_ret:\n"
-	"	pop %rbp\n"
-	"	ret\n"
-	".size bench_entry, . - bench_entry\n"
-	".popsection\n");
-
-static uint64_t bench_entry_ret_address(void)
-{
-	uint64_t address;
-
-	asm("lea bench_entry_ret(%%rip), %0" : "=r" (address));
-	return address;
-}
-
 static noinline void leaf(void)
 {
-	uint64_t depth = READ_ONCE(shape_depth);
-	uint64_t i;
-
 	record_frame(0);
-	for (i = 0; i < depth; i++) {
-		uint64_t *frame = (uint64_t *)frame_addr[i];
-
-		GUEST_ASSERT_EQ(frame[0], i + 1 < depth ? frame_addr[i + 1] : 0);
-		GUEST_ASSERT_EQ(frame[1], ret_addr[i]);
-	}
+	guest_assert_frames(frame_addr, ret_addr, READ_ONCE(shape_depth));
 
 	/* The work: count until told to stop, without touching the stack. */
 	asm volatile("lea 1f(%%rip), %%rax\n\t"
@@ -129,7 +99,7 @@ static noinline void shape_entry(void)
 static void guest_main(void)
 {
 	for (;;) {
-		bench_entry(shape_entry);
+		guest_callchain_entry(shape_entry);
 		GUEST_SYNC(0);
 	}
 }
@@ -166,7 +136,7 @@ void bench_create(struct bench *b)
 	}
 }
 
-/* Set the guest's stack shape for the next bench_entry() and let it run. */
+/* Set the guest's stack shape for the next guest_callchain_entry() and let it run. */
 void bench_set_shape(struct bench *b, const struct config *c)
 {
 	*b->depth = c->depth;
@@ -188,9 +158,9 @@ void read_expect(struct bench *b, struct expect *e, int depth)
 	e->loop_start = loop_start;
 	e->loop_end = loop_end;
 	memcpy(e->ret, ret_addr, sizeof(e->ret));
-	TEST_ASSERT(ret_addr[depth - 1] == bench_entry_ret_address(),
-		    "Outermost return address 0x%lx, expected bench_entry_ret 0x%lx",
-		    ret_addr[depth - 1], bench_entry_ret_address());
+	TEST_ASSERT(ret_addr[depth - 1] == (uint64_t)guest_callchain_entry_ret,
+		    "Outermost return address 0x%lx, expected guest_callchain_entry_ret 0x%lx",
+		    ret_addr[depth - 1], (uint64_t)guest_callchain_entry_ret);
 	e->pages = 0;
 	for (i = 0; i < depth; i++) {
 		uint64_t p = frame_addr[i] & BENCH_PAGE_MASK;
