@@ -2,7 +2,8 @@
 #
 #   make demo     profile a Linux guest from the host: flame graph and files
 #                 in build/demo-out (DEMO_OUT=dir, DEMO_SECONDS=20)
-#   make check    everything: deps, tree, checkpatch, build, tests in L1
+#   make check    every test (scripts/all-tests.sh): deps, tree, checkpatch,
+#                 builds, harness tests, the L1 suite, bench smoke, short demo
 #   make build    the patched kernel, perf and the KVM selftests
 #   make tree     materialise build/linux: base + patches/ with git am
 #   make export   write the commits of build/linux back into patches/
@@ -18,7 +19,7 @@ S := scripts
 all: build
 
 check:
-	@bash $(S)/check.sh
+	@bash $(S)/all-tests.sh
 
 deps:
 	@bash $(S)/deps.sh
@@ -41,13 +42,13 @@ selftests: kernel
 build: kernel perf selftests
 
 bench: build
-	@bash -c '. $(S)/lib.sh; stage bench bash $(S)/bench.sh'
+	@bash -c '. $(S)/lib.sh; stage bench bash bench/run.sh'
 
 demo-deps: deps
-	@bash $(S)/demo-deps.sh
+	@bash demo/deps.sh
 
 demo: demo-deps kernel perf
-	@bash $(S)/demo.sh $(DEMO_OUT)
+	@bash demo/run.sh $(DEMO_OUT)
 
 l1:
 	@test -n "$(RUN)" || { echo "usage: make l1 RUN='command'"; exit 2; }

@@ -5,8 +5,8 @@
 
 Every run of the benchmark alternates 25 ms phases with its sampler off and
 on; "rel" is the guest's work rate with the sampler on divided by its rate
-with it off, in the same run.  With the host clock (scripts/bench.sh runs
-the benchmark's --host-clock beside QEMU), rates are per CPU time that QEMU's
+with it off, in the same run.  With the host clock (bench/run.sh runs
+bench/host_clock.c beside QEMU), rates are per CPU time that QEMU's
 vCPU thread really got, and rel is the median over neighbouring off/on phase
 pairs; without it, rel is computed in L1 (upper quartiles of the phase rates
 over L1 wall time).  Over the repetitions we report the median and the range
@@ -77,7 +77,7 @@ def add_costs(rows):
 def host_cpu_rel(outdir, phases_name, rows, tsc_mhz):
     """Recompute on/off per run against QEMU's vCPU thread's CPU time.
 
-    With --host-clock data (hostclock.csv, sync.csv from the host, phases.csv
+    With host clock data (hostclock.csv, sync.csv from the host, phases.csv
     from L1), each phase's work is divided by the CPU time the host really
     gave QEMU's vCPU thread in that phase, instead of L1's wall time: the
     host deschedules QEMU at random (other load), which stops L1's guest and

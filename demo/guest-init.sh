@@ -1,5 +1,5 @@
 #!/bin/sh
-# /init of the demo's L2 guest (a busybox initramfs, see scripts/l2-image.sh).
+# /init of the demo's L2 guest (a busybox initramfs, see demo/guest-image.sh).
 # Shares what the host needs to symbolise its frames, runs the workload,
 # powers off.
 #   kernel command line: ... -- SECONDS

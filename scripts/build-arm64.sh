@@ -1,7 +1,7 @@
 #!/bin/bash
 # Cross-compile, for arm64, the directories the series touches: arm64 does not
 # opt in to guest call chains, and must build unchanged, with no stubs of its
-# own.  Also covers kernel/bpf (the x86 test kernel has no BPF), and checks
+# own.  Also covers kernel/bpf (its stack maps read sample call chains), and checks
 # that the x86-only parts stay x86-only.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

@@ -5,7 +5,6 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-KBUILD=${KBUILD:-$BUILD/kbuild}
 [ -d "$TREE/.git" ] || die "no work tree at $TREE: run 'make tree' first"
 mkdir -p "$KBUILD"
 
@@ -16,5 +15,5 @@ merge_fragment "$KBUILD" "$TOP/config/kernel.config" kmake
 say "building bzImage (ccache: $CCACHE_DIR)"
 kmake bzImage
 kmake headers >/dev/null
-cp "$KBUILD/arch/x86/boot/bzImage" "$BUILD/bzImage"
-say "kernel $(kmake -s kernelrelease) at $BUILD/bzImage"
+cp "$KBUILD/arch/x86/boot/bzImage" "$BZIMAGE"
+say "kernel $(kmake -s kernelrelease) at $BZIMAGE"

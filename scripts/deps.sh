@@ -2,6 +2,7 @@
 # Install every Debian package the build, the bench and the tests need.
 # Idempotent: packages already present are skipped quickly.  Run as root
 # (CI and the developer machines are root); otherwise sudo is used.
+# The one place packages are installed: the bench and the demo only check.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -35,12 +36,10 @@ if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
 
-SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
 say "installing: ${missing[*]}"
-$SUDO apt-get update -q >/dev/null
+as_root apt-get update -q >/dev/null
 # The pinned kernel source is installed by scripts/source.sh, which checks
 # that the pinned version is still served; here any version will do.
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+as_root apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 say "installed ${#missing[@]} packages"

@@ -3,12 +3,14 @@
 #
 #   scripts/l1-run.sh [-t SECONDS] [-n NAME] COMMAND [ARG...]
 #
-# L1 is our kernel ($BUILD/bzImage) under QEMU TCG (-cpu max emulates AMD SVM
+# L1 is our kernel ($BZIMAGE) under QEMU TCG (-cpu max emulates AMD SVM
 # with nested paging, so L1 has a working /dev/kvm).  Its root is this
 # machine's root, read-only over 9p, so the command, our builds, qemu and perf
 # are all at the same paths inside.  The command runs in the current directory
 # with $L1_RESULTS pointing at a writable directory, which is
-# $OUT/l1/NAME on the host.  Its output streams here as it runs.
+# $OUT/l1/NAME on the host.  Its output streams here as it runs; QEMU writes
+# its PID to $OUT/l1/NAME/qemu.pid while it runs (the bench watches its CPU
+# time).
 #
 # L1_APPEND adds to the L1 kernel command line; L1_SMP replaces -smp 2.
 #
@@ -27,7 +29,7 @@ while getopts t:n: opt; do
 done
 shift $((OPTIND - 1))
 [ $# -gt 0 ] || die "usage: $0 [-t SECONDS] [-n NAME] COMMAND [ARG...]"
-kernel=${L1_KERNEL:-$BUILD/bzImage}
+kernel=${L1_KERNEL:-$BZIMAGE}
 [ -f "$kernel" ] || die "no kernel at $kernel: run 'make build' first"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run 'make deps'"
 
@@ -54,12 +56,14 @@ timeout --foreground -k 10 "$timeout" qemu-system-x86_64 \
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 	-fsdev local,id=results,path="$results",security_model=none,multidevs=remap \
 	-device virtio-9p-pci,fsdev=results,mount_tag=results \
-	-serial file:"$results/console.log" -serial file:"$results/output.log" &
+	-serial file:"$results/console.log" -serial file:"$results/output.log" \
+	-pidfile "$results/qemu.pid" &
 qemu=$!
 tail -n +1 -f --pid=$qemu "$results/output.log" | tr -d '\r' &
 tailer=$!
 wait $qemu || qemu_rc=$?
 wait $tailer 2>/dev/null || true
+rm -f "$results/qemu.pid"
 elapsed=$(($(date +%s) - start))
 
 rc=0
@@ -76,7 +80,7 @@ else
 	rc=125
 fi
 
-if ! bash "$TOP/scripts/check-log.sh" "$results/console.log"; then
+if ! bash "$TOP/scripts/check-kernel-log.sh" "$results/console.log"; then
 	[ "$rc" -ne 0 ] || rc=3
 fi
 exit "$rc"

@@ -1,14 +1,66 @@
-# Shared by the scripts under scripts/: paths, the pinned base, logging.
+# Shared by every script of the harness (scripts/, bench/, demo/, tests/):
+# the one owner of the paths, the perf binary, how to gain root, the pattern
+# of a kernel report, logging and the stage timer.
 # shellcheck shell=bash
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$TOP/config/base.conf"
 BUILD=${BUILD:-$TOP/build}
-TREE=${TREE:-$BUILD/linux}
-OUT=${OUT:-$BUILD/out}
+TREE=${TREE:-$BUILD/linux}		# the materialised work tree
+OUT=${OUT:-$BUILD/out}			# results: $OUT/check, $OUT/l1/NAME
+KBUILD=${KBUILD:-$BUILD/kbuild}		# the kernel's O= directory
+BZIMAGE=${BZIMAGE:-$BUILD/bzImage}	# the test kernel, L1's and the demo guest's
+PERFBUILD=${PERFBUILD:-$BUILD/perf}	# perf's O= directory
+PERF=${PERF:-$PERFBUILD/perf}
+SELFTESTS=${SELFTESTS:-$BUILD/selftests/kvm}
+BENCHBUILD=${BENCHBUILD:-$BUILD/bench}
+DEMOBUILD=${DEMOBUILD:-$BUILD/demo}
+NPMDIR=${NPMDIR:-$BUILD/npm}		# the demo's npm packages (demo/deps.sh)
+FLAMEGRAPH_TEMPLATE=$NPMDIR/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html
 export CCACHE_DIR=${CCACHE_DIR:-$BUILD/ccache}
+
+# A kernel report in a log: WARNING, BUG, Oops, panic, lockdep, RCU, KASAN,
+# UBSAN or KFENCE reports, hung tasks and stalls (grep -E).  A user task's
+# crash ("traps: perf[1] general protection fault ip:...") is not one: the
+# kernel's own faults come as an Oops.
+KERNEL_REPORT='WARNING:|BUG:|kernel BUG at|Oops|Kernel panic|'
+KERNEL_REPORT+='KASAN:|UBSAN:|KFENCE:|possible recursive locking|'
+KERNEL_REPORT+='INFO: task .* blocked for more than|rcu: INFO:|self-detected stall|'
+KERNEL_REPORT+='detected stalls on CPUs|Unable to handle kernel|watchdog: BUG'
 
 say() { printf '[%s] %s\n' "$(basename "$0" .sh)" "$*"; }
 die() { printf '[%s] error: %s\n' "$(basename "$0" .sh)" "$*" >&2; exit 1; }
+
+# Run a command as root: CI and the development machines are root, anyone
+# else goes through sudo.
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	else
+		sudo "$@"
+	fi
+}
+
+# make perf from the kernel tree $1 into the O= directory $2, with the
+# features we test (libelf, libdw, libtraceevent, python) and without the
+# ones Debian's build machines lack; further arguments go to make.
+perf_make() {
+	local tree=$1 obj=$2
+	shift 2
+	make -s -C "$tree/tools/perf" O="$obj" -j"$(nproc)" CC="ccache gcc" \
+		NO_LIBPERL=1 NO_LIBBABELTRACE=1 NO_LIBUNWIND=1 NO_SDT=1 NO_JVMTI=1 \
+		NO_LIBPFM4=1 BUILD_BPF_SKEL=0 PYTHON=/usr/bin/python3 "$@"
+}
+
+# make KVM selftests from the kernel tree $1 into $2, against our kernel's
+# headers, guest code with frame pointers; further arguments (the test
+# binaries, as paths under $2) go to make.
+selftests_make() {
+	local tree=$1 obj=$2
+	shift 2
+	make -s -C "$tree/tools/testing/selftests/kvm" -j"$(nproc)" CC="ccache gcc" \
+		OUTPUT="$obj" KHDR_INCLUDES="-isystem $KBUILD/usr/include" \
+		EXTRA_CFLAGS="-fno-omit-frame-pointer" "$@"
+}
 
 # Run one named stage and print how long it took.
 stage() {

@@ -8,13 +8,11 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
 pkg=linux-source-$LINUX_SERIES
 
 installed=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || true)
 if [ "$installed" != "$LINUX_DEB_VERSION" ]; then
-	$SUDO apt-get update -q >/dev/null
+	as_root apt-get update -q >/dev/null
 	if apt-cache madison "$pkg" | awk '{print $3}' | grep -qxF "$LINUX_DEB_VERSION"; then
 		want=$LINUX_DEB_VERSION
 	else
@@ -25,7 +23,7 @@ if [ "$installed" != "$LINUX_DEB_VERSION" ]; then
 	fi
 	if [ "$installed" != "$want" ]; then
 		say "installing $pkg=$want"
-		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q \
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 			--no-install-recommends --allow-downgrades "$pkg=$want" >/dev/null
 	fi
 	installed=$want

@@ -4,11 +4,9 @@
 # "PASS|FAIL|SKIP perf/<number> <description>" line per test (and subtest)
 # to $L1_RESULTS/results.txt.
 set -uo pipefail
-TOP=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${BUILD:-$TOP/build}
-PERF=$BUILD/perf/perf
+. "$(dirname "$0")/../../scripts/lib.sh"
 RESULTS=${L1_RESULTS:-/tmp}
-cd "$BUILD/linux/tools/perf" || exit 1
+cd "$TREE/tools/perf" || exit 1
 
 list=$(mktemp)
 "$PERF" test list >"$list" 2>&1

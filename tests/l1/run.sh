@@ -1,13 +1,11 @@
 #!/bin/bash
 # Runs inside L1 (scripts/l1-run.sh): the KVM selftests of
-# tests/l1/kvm-selftests, every command of tests/l1/suite, then perf test
-# (tests/l1/perf-test.sh).  Prints a
+# tests/l1/kvm-selftests, then perf test (tests/l1/perf-test.sh).  Prints a
 # line per test and writes "PASS|FAIL|SKIP name" lines to
 # $L1_RESULTS/results.txt for the host's summary.  KVM selftests exit 4
 # (KSFT_SKIP) when they skip.
 set -uo pipefail
-TOP=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${BUILD:-$TOP/build}
+. "$(dirname "$0")/../../scripts/lib.sh"
 RESULTS=${L1_RESULTS:-/tmp}
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
 : >"$RESULTS/results.txt"
@@ -37,15 +35,9 @@ run_one() {
 
 while read -r t; do
 	case "$t" in ''|'#'*) continue ;; esac
-	run_one "kvm/$t" "$BUILD/selftests/kvm/$t"
+	run_one "kvm/$t" "$SELFTESTS/$t"
 done <"$TOP/tests/l1/kvm-selftests"
 
-if [ -f "$TOP/tests/l1/suite" ]; then
-	while read -r name cmd; do
-		case "$name" in ''|'#'*) continue ;; esac
-		run_one "$name" bash -c "cd '$TOP' && $cmd"
-	done <"$TOP/tests/l1/suite"
-fi
 # perf's own tests, the guest call chain ones among them, one result each.
 start=$(date +%s)
 bash "$TOP/tests/l1/perf-test.sh" >"$RESULTS/tests/perf-test.out" 2>&1

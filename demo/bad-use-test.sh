@@ -2,9 +2,9 @@
 # 'make demo' used wrongly: each case must end with a clear message and a
 # non-zero exit, except missing guest symbols, which must warn and still
 # draw the frames as addresses.
-#   tests/demo/bad-use-test.sh DEMO_OUTDIR   (a finished demo's output)
+#   demo/bad-use-test.sh DEMO_OUTDIR   (a finished demo's output)
 set -uo pipefail
-. "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/../scripts/lib.sh"
 
 [ $# -eq 1 ] || die "usage: $0 DEMO_OUTDIR"
 demo=$1
@@ -33,15 +33,15 @@ expect() {
 
 : >"$tmp/file"
 expect "output directory not writable" nonzero "output directory .* is not writable" \
-	bash "$TOP/scripts/demo.sh" "$tmp/file/out"
+	bash "$TOP/demo/run.sh" "$tmp/file/out"
 expect "bad DEMO_SECONDS" nonzero "DEMO_SECONDS must be" \
-	env DEMO_SECONDS=soon bash "$TOP/scripts/demo.sh" "$tmp/out"
+	env DEMO_SECONDS=soon bash "$TOP/demo/run.sh" "$tmp/out"
 
 # Missing symbols: the guest shared nothing.
 mkdir "$tmp/nosyms"
 cp -a "$demo/perf.data" "$tmp/nosyms/"
 expect "missing guest symbols" 0 "warning: no guest root .*shown as addresses" \
-	bash "$TOP/scripts/demo-report.sh" "$tmp/nosyms"
+	bash "$TOP/demo/report.sh" "$tmp/nosyms"
 grep -q "warning: no guest program mappings" "$tmp/out" ||
 	{ echo "FAILED: missing guest symbols: no warning about guest user frames"; fail=1; }
 if grep -Eq '^\s+ffffffff[0-9a-f]+ \[unknown\]' "$tmp/nosyms/perf-kvm-script.txt" &&
@@ -57,7 +57,7 @@ fi
 mkdir "$tmp/badmaps"
 cp -a "$demo/perf.data" "$demo/guest" "$demo/guestmount" "$tmp/badmaps/"
 echo "this is not a maps file" >"$tmp/badmaps/guest/workload.maps"
-expect "corrupt guest maps file" 0 "drawing" bash "$TOP/scripts/demo-report.sh" "$tmp/badmaps"
+expect "corrupt guest maps file" 0 "drawing" bash "$TOP/demo/report.sh" "$tmp/badmaps"
 if grep -q "is not a /proc/PID/maps file" "$tmp/badmaps/perf-kvm-script.err" &&
 	[ "$(grep -c 'cpu-clock:' "$tmp/badmaps/perf-kvm-script.txt")" = \
 	  "$(grep -c 'cpu-clock:' "$demo/perf-kvm-script.txt")" ] &&
@@ -75,7 +75,7 @@ fi
 # (One line: l1-run.sh's command file is read by sh, which has no $'\n'.)
 L1_APPEND=initcall_blacklist=svm_init bash "$TOP/scripts/l1-run.sh" -t 300 -n demo-bad-use sh -c \
 	'DEMO_KNOB=/sys/module/kvm/parameters/no_such_knob bash "$0" "$L1_RESULTS" 5 >"$L1_RESULTS/knob.out" 2>&1; echo $? >"$L1_RESULTS/knob.rc"; bash "$0" "$L1_RESULTS" 5 >"$L1_RESULTS/kvm.out" 2>&1; echo $? >"$L1_RESULTS/kvm.rc"' \
-	"$TOP/scripts/demo-l1.sh" >"$tmp/l1.out" 2>&1 ||
+	"$TOP/demo/in-l1.sh" >"$tmp/l1.out" 2>&1 ||
 	{ echo "FAILED: L1 without KVM:"; tail -n 20 "$tmp/l1.out" | sed 's/^/    | /'; fail=1; }
 res=$OUT/l1/demo-bad-use
 expect "knob missing" nonzero "enable_guest_callchains is missing|no_such_knob is missing" \

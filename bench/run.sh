@@ -2,9 +2,9 @@
 # 'make bench': guest call-chain sampling in the kernel vs in the VMM,
 # measured side by side inside L1.
 #
-#   scripts/bench.sh [--smoke] [-o OUTDIR]
+#   bench/run.sh [--smoke] [-o OUTDIR]
 #
-# Builds the benchmark if needed (scripts/build-bench.sh), runs it inside L1
+# Builds the benchmark if needed (bench/build.sh), runs it inside L1
 # (scripts/l1-run.sh), then turns its results.csv into results.md and
 # overhead.png in OUTDIR (default $BUILD/bench-out) with bench/report.py, and
 # prints the Markdown table.  --smoke runs only the short sanity check
@@ -12,7 +12,7 @@
 # which fails on no work, no samples or a complete-chain share <= 0.9.
 # Extra arguments after -- go to the benchmark (e.g. -- -r 3 -d 2).
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../scripts/lib.sh"
 
 smoke=0 outdir=$BUILD/bench-out
 while [ $# -gt 0 ]; do
@@ -25,36 +25,40 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-[ -f "$BUILD/bzImage" ] || die "no kernel at $BUILD/bzImage: run 'make build' first"
-[ -f "$BUILD/selftests/kvm/lib/kvm_util.o" ] || bash "$TOP/scripts/build-selftests.sh"
-bash "$TOP/scripts/build-bench.sh"
-bin=$BUILD/bench/guest_callchain_bench
+[ -f "$BZIMAGE" ] || die "no kernel at $BZIMAGE: run 'make build' first"
+[ -f "$SELFTESTS/lib/kvm_util.o" ] || bash "$TOP/scripts/build-selftests.sh"
+bash "$TOP/bench/build.sh"
+bin=$BENCHBUILD/guest_callchain_bench
+hostclock=$BENCHBUILD/host_clock
 start=$(date +%s)
 # Debian's python3, which python3-matplotlib is for (not a pyenv shim).
 PYTHON=/usr/bin/python3
 [ -x $PYTHON ] || PYTHON=python3
 
-# Run $bin inside L1 as l1-run.sh NAME, with the host clock beside it: QEMU's
-# vCPU thread's CPU time, to correct for the host descheduling QEMU (the host
-# is shared).  The helper ends by itself when QEMU does.
+# Run $bin inside L1 as l1-run.sh NAME, with the host clock beside it
+# (bench/host_clock.c): QEMU's vCPU thread's CPU time, to correct for the
+# host descheduling QEMU (the host is shared).  l1-run.sh writes QEMU's PID
+# to qemu.pid in the results directory; the host clock ends by itself when
+# QEMU does.
 run_in_l1() {
-	local name=$1 timeout=$2 results=$OUT/l1/$1 l1pid qemu="" helper="" rc=0 i
+	local name=$1 timeout=$2 results=$OUT/l1/$1 l1pid qemu="" helper="" rc=0
 	shift 2
+	rm -f "$results/qemu.pid"
 	bash "$TOP/scripts/l1-run.sh" -t "$timeout" -n "$name" "$bin" "$@" &
 	l1pid=$!
-	for i in $(seq 100); do
-		qemu=$(pgrep -f "^qemu-system-x86_64 .*id=results,path=$results," | head -n 1) || true
+	for _ in $(seq 100); do
+		qemu=$(cat "$results/qemu.pid" 2>/dev/null) || true
 		[ -n "$qemu" ] && break
 		sleep 0.1
 	done
 	if [ -n "$qemu" ]; then
-		"$bin" --host-clock "$qemu" "$results" >"$BUILD/bench/host-clock-$name.log" 2>&1 &
+		"$hostclock" "$qemu" "$results" >"$BENCHBUILD/host-clock-$name.log" 2>&1 &
 		helper=$!
 	else
-		say "warning: QEMU not found: no host clock, L1 wall time only"
+		say "warning: no QEMU PID from l1-run.sh: no host clock, L1 wall time only"
 	fi
 	wait $l1pid || rc=$?
-	[ -z "$helper" ] || wait "$helper" || say "warning: host clock failed: $(cat "$BUILD/bench/host-clock-$name.log")"
+	[ -z "$helper" ] || wait "$helper" || say "warning: host clock failed: $(cat "$BENCHBUILD/host-clock-$name.log")"
 	return $rc
 }
 
@@ -65,14 +69,8 @@ if [ $smoke -eq 1 ]; then
 	exit $rc
 fi
 
-if ! $PYTHON -c 'import matplotlib' 2>/dev/null; then
-	say "installing python3-matplotlib"
-	if [ "$(id -u)" -eq 0 ]; then
-		apt-get install -y python3-matplotlib >/dev/null
-	else
-		sudo apt-get install -y python3-matplotlib >/dev/null
-	fi
-fi
+$PYTHON -c 'import matplotlib' 2>/dev/null ||
+	die "$PYTHON has no matplotlib: run 'make deps' (it installs python3-matplotlib)"
 
 # The default run: 5 repetitions of 51 runs of 2.2 s (+0.2 s warm-up): about
 # 12 minutes in L1.

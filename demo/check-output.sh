@@ -4,9 +4,9 @@
 # caller -> callee order in the folded stacks, and a flame graph that
 # renders in headless Chromium with those names visible.
 #
-#   tests/demo/check.sh OUTDIR
+#   demo/check-output.sh OUTDIR
 set -euo pipefail
-. "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/../scripts/lib.sh"
 
 [ $# -eq 1 ] || die "usage: $0 OUTDIR"
 outdir=$1
@@ -48,7 +48,7 @@ for path in \
 	fi
 done
 
-# The page as Chromium rendered it (demo/render.js, from demo-report.sh):
+# The page as Chromium rendered it (demo/render.js, from demo/report.sh):
 # d3-flame-graph shows a frame's name in its label only when the frame is
 # wide enough to read.
 for name in entry_SYSCALL_64_after_hwframe do_syscall_64 asm_exc_page_fault exc_page_fault \

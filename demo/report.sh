@@ -1,6 +1,6 @@
 #!/bin/bash
 # The symbolising and drawing part of 'make demo', on the machine that ran
-# L1: turn OUTDIR/perf.data (recorded by scripts/demo-l1.sh) into
+# L1: turn OUTDIR/perf.data (recorded by demo/in-l1.sh) into
 #   perf-kvm-script.txt  'perf kvm --guest script'
 #   folded.txt           folded stacks ('script report stackcollapse')
 #   flamegraph.html      'script report flamegraph', d3-flame-graph 4.1.3
@@ -9,21 +9,20 @@
 #   top-stacks.txt       the ten hottest guest stacks
 # with the guest's symbols from OUTDIR/guestmount and OUTDIR/guest/workload.maps.
 #
-#   demo-report.sh OUTDIR
+#   demo/report.sh OUTDIR
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../scripts/lib.sh"
 
 [ $# -eq 1 ] || die "usage: $0 OUTDIR"
 outdir=$(cd "$1" && pwd)
-PERF=${PERF:-$BUILD/perf/perf}
 # perf's report scripts (stackcollapse, flamegraph) from the source tree
 export PERF_EXEC_PATH=${PERF_EXEC_PATH:-$TREE/tools/perf}
-template=$BUILD/npm/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html
+template=$FLAMEGRAPH_TEMPLATE
 step() { printf '[demo %4ds] %s\n' "$SECONDS" "$*"; }
 warn() { printf '[demo] warning: %s\n' "$*" >&2; }
 
 [ -s "$outdir/perf.data" ] || die "no perf.data in $outdir"
-[ -f "$template" ] || die "no flame-graph template at $template: run scripts/demo-deps.sh"
+[ -f "$template" ] || die "no flame-graph template at $template: run demo/deps.sh"
 
 # What the guest shared: a missing piece leaves those frames as addresses.
 opts=(--guest)
@@ -60,7 +59,7 @@ rm -f flamegraph.html
 
 step "taking a picture of the flame graph in headless Chromium"
 command -v chromium >/dev/null || die "chromium missing: run 'make deps'"
-NODE_PATH=$BUILD/npm/node_modules timeout 120 node "$TOP/demo/render.js" \
+NODE_PATH=$NPMDIR/node_modules timeout 120 node "$TOP/demo/render.js" \
 	flamegraph.html flamegraph.png flamegraph.labels >render.log 2>&1 ||
 	die "could not render the flame graph in Chromium: $(tail -n 5 render.log)"
 

@@ -1,20 +1,19 @@
 #!/bin/bash
-# The part of 'make demo' that runs inside L1 (scripts/demo.sh starts it):
+# The part of 'make demo' that runs inside L1 (demo/run.sh starts it):
 # boot the L2 guest (our kernel, a busybox initramfs, demo/workload.c) with
 # KVM, turn guest call chains on and record the guest with
 # 'perf kvm --guest record -g' for RECORD_SECONDS.
 #
-#   demo-l1.sh OUTDIR RECORD_SECONDS
+#   demo/in-l1.sh OUTDIR RECORD_SECONDS
 #
 # OUTDIR gets perf.data, guest-console.log and guestmount/PID: the guest's
 # root as the guest shared it (proc/kallsyms, proc/modules, bin/workload)
 # with workload.maps, the program's /proc/PID/maps in the guest.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../scripts/lib.sh"
 
 [ $# -eq 2 ] || die "usage: $0 OUTDIR RECORD_SECONDS"
 outdir=$1 record_seconds=$2
-PERF=${PERF:-$BUILD/perf/perf}
 knob=${DEMO_KNOB:-/sys/module/kvm/parameters/enable_guest_callchains}
 step() { printf '[demo/L1 %4ds] %s\n' "$SECONDS" "$*"; }
 
@@ -23,9 +22,10 @@ step() { printf '[demo/L1 %4ds] %s\n' "$SECONDS" "$*"; }
 
 share=$outdir/guest
 
-# A guest kernel report: the guest went wrong, and its profile with it.
+# A guest kernel report (the pattern the L1 log check uses): the guest
+# went wrong, and its profile with it.
 guest_broke() {
-	grep -qE 'WARNING:|BUG:|Oops|Kernel panic|possible recursive locking' "$outdir/guest-console.log" 2>/dev/null
+	tr -d '\r' <"$outdir/guest-console.log" 2>/dev/null | grep -qE "$KERNEL_REPORT"
 }
 
 # Boot the guest and record it; 0 when the guest ran its workload, clean,
@@ -36,10 +36,10 @@ record_guest() {
 	rm -rf "$share" "$outdir/guestmount" "$outdir/perf.data" "$outdir/guest-console.log"
 	: >"$outdir/guest-console.log"
 	mkdir -p "$share" "$outdir/guestmount"
-	step "booting the L2 guest: $BUILD/bzImage with a busybox initramfs and demo/workload.c"
+	step "booting the L2 guest: $BZIMAGE with a busybox initramfs and demo/workload.c"
 	qemu-system-x86_64 -accel kvm -cpu "${DEMO_GUEST_CPU:-host,-xsave}" -m 512 -smp 1 \
 		-display none -monitor none -nic none -no-reboot \
-		-kernel "$BUILD/bzImage" -initrd "$BUILD/demo/initramfs.cpio.gz" \
+		-kernel "$BZIMAGE" -initrd "$DEMOBUILD/initramfs.cpio.gz" \
 		-append "console=ttyS0 loglevel=4 panic=-1 ${DEMO_GUEST_APPEND:-} -- $((record_seconds + 60))" \
 		-fsdev local,id=share,path="$share",security_model=none \
 		-device virtio-9p-pci,fsdev=share,mount_tag=share \

@@ -1,6 +1,7 @@
 #!/bin/bash
-# 'make check': everything, from nothing, ending in "N passed, N failed,
-# N skipped" and a non-zero exit on any failure.
+# Every test, run by 'make check' (and so by CI), from nothing, ending in
+# "N passed, N failed, N skipped" and a non-zero exit on any failure.
+# Results in $OUT/check: results.txt and a log per test.
 #   deps -> tree -> checkpatch + export round trip -> build (x86 kernel,
 #   perf, selftests) -> arm64 build of the touched directories -> every
 #   patch builds on its own -> harness tests (log check, injected WARN in
@@ -127,7 +128,7 @@ l1suite() {
 
 must deps bash "$TOP/scripts/deps.sh"
 # Only the demo needs these: without them its stages fail, the rest runs.
-stage demo-deps bash "$TOP/scripts/demo-deps.sh" || record FAIL stage/demo-deps
+stage demo-deps bash "$TOP/demo/deps.sh" || record FAIL stage/demo-deps
 must tree bash "$TOP/scripts/tree.sh"
 stage checkpatch checkpatch
 stage export-roundtrip roundtrip
@@ -138,14 +139,14 @@ tested build/arm64 bash "$TOP/scripts/build-arm64.sh"
 tested build/bisect bash "$TOP/scripts/bisect-build.sh"
 stage harness harness
 stage l1-suite l1suite
-tested bench/smoke bash "$TOP/scripts/bench.sh" --smoke
+tested bench/smoke bash "$TOP/bench/run.sh" --smoke
 
 # The short demo: a real Linux guest recorded from L1, its flame graph drawn
 # and checked; then the demo used wrongly.
 demo_short() {
-	DEMO_SECONDS=8 bash "$TOP/scripts/demo.sh" "$OUT/demo-short" &&
-		bash "$TOP/tests/demo/check.sh" "$OUT/demo-short"
+	DEMO_SECONDS=8 bash "$TOP/demo/run.sh" "$OUT/demo-short" &&
+		bash "$TOP/demo/check-output.sh" "$OUT/demo-short"
 }
 tested demo/short demo_short
-tested demo/bad-use bash "$TOP/tests/demo/bad-use-test.sh" "$OUT/demo-short"
+tested demo/bad-use bash "$TOP/demo/bad-use-test.sh" "$OUT/demo-short"
 summary

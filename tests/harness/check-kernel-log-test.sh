@@ -1,6 +1,7 @@
 #!/bin/bash
-# The L1 log check must pass a clean log and fail every kind of kernel
-# report, showing the report.  Canned logs, no boot needed; the real
+# The kernel log check (scripts/check-kernel-log.sh, lib.sh's KERNEL_REPORT)
+# must pass a clean log and fail every kind of kernel report, showing the
+# report.  Canned logs, no boot needed; the real
 # injected-WARN boot is tests/harness/l1-warn-test.sh.
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,16 +14,16 @@ clean='[    0.000000] Linux version 6.12.117 (root@host)
 [    2.000000] kvm_amd: kvm [91]: vcpu0, guest rIP: 0x4018f8 Unhandled WRMSR(0xc0010117) = 0x0
 [    2.500000] traps: perf[123] general protection fault ip:55d0c1e4 sp:7ffd2a10 error:0 in perf[55d0c000+1e000]'
 printf '%s\r\n' "$clean" >"$tmp/clean"
-if ! bash "$TOP/scripts/check-log.sh" "$tmp/clean" >"$tmp/out" 2>&1; then
-	echo "check-log rejected a clean log:"; cat "$tmp/out"; fail=1
+if ! bash "$TOP/scripts/check-kernel-log.sh" "$tmp/clean" >"$tmp/out" 2>&1; then
+	echo "check-kernel-log rejected a clean log:"; cat "$tmp/out"; fail=1
 fi
 
 while IFS= read -r report; do
 	printf '%s\n%s\n[    3.1] Call Trace:\n' "$clean" "$report" >"$tmp/bad"
-	if bash "$TOP/scripts/check-log.sh" "$tmp/bad" >"$tmp/out" 2>&1; then
-		echo "check-log accepted a log with: $report"; fail=1
+	if bash "$TOP/scripts/check-kernel-log.sh" "$tmp/bad" >"$tmp/out" 2>&1; then
+		echo "check-kernel-log accepted a log with: $report"; fail=1
 	elif ! grep -qF -- "$report" "$tmp/out"; then
-		echo "check-log failed but did not show: $report"; fail=1
+		echo "check-kernel-log failed but did not show: $report"; fail=1
 	fi
 done <<'REPORTS'
 [    3.0] WARNING: CPU: 1 PID: 77 at drivers/misc/lkdtm/bugs.c:123 lkdtm_WARNING+0x1a/0x20
@@ -36,5 +37,5 @@ done <<'REPORTS'
 [    3.0] rcu: INFO: rcu_preempt self-detected stall on CPU
 [    3.0] INFO: task perf:123 blocked for more than 120 seconds.
 REPORTS
-[ $fail -eq 0 ] && echo "check-log: clean log passes, 10 kinds of report fail"
+[ $fail -eq 0 ] && echo "check-kernel-log: clean log passes, 10 kinds of report fail"
 exit $fail

@@ -1,13 +1,14 @@
 #!/bin/bash
 # 'make demo': profile a real Linux guest from the host and draw its flame
 # graph.  make builds first; this runs the rest:
-#   guest image -> L1 (our kernel under TCG) boots the L2 guest with KVM and
-#   records it with 'perf kvm --guest record -g' -> symbolise -> draw
+#   guest image (demo/guest-image.sh) -> L1 (our kernel under TCG) boots the
+#   L2 guest with KVM and records it with 'perf kvm --guest record -g'
+#   (demo/in-l1.sh) -> symbolise and draw (demo/report.sh)
 #
-#   demo.sh [OUTDIR]     (default build/demo-out)
+#   demo/run.sh [OUTDIR]     (default build/demo-out)
 #   DEMO_SECONDS=N       how long to record (default 20)
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../scripts/lib.sh"
 
 [ $# -le 1 ] || die "usage: $0 [OUTDIR]"
 outdir=${1:-$BUILD/demo-out}
@@ -20,12 +21,12 @@ mkdir -p "$outdir" 2>/dev/null && touch "$outdir/.writable" 2>/dev/null ||
 	die "output directory $outdir is not writable"
 rm -f "$outdir/.writable"
 outdir=$(cd "$outdir" && pwd)
-for f in "$BUILD/bzImage" "$BUILD/perf/perf"; do
+for f in "$BZIMAGE" "$PERF"; do
 	[ -e "$f" ] || die "$f missing: run 'make demo' (it builds first) or 'make build'"
 done
 
 t0=$(date +%s)
-stage demo/guest-image bash "$TOP/scripts/l2-image.sh"
+stage demo/guest-image bash "$TOP/demo/guest-image.sh"
 
 name=demo-$(printf '%s' "$outdir" | md5sum | cut -c1-8)
 say "booting L1 (TCG); it starts the L2 guest with KVM and records it for ${seconds}s"
@@ -33,12 +34,12 @@ say "booting L1 (TCG); it starts the L2 guest with KVM and records it for ${seco
 # IPIs from another L1 CPU, which TCG's nested SVM does not always survive.
 # shellcheck disable=SC2016
 L1_SMP=${L1_SMP:-1} stage demo/record bash "$TOP/scripts/l1-run.sh" -t 900 -n "$name" \
-	sh -c 'exec bash "$0" "$L1_RESULTS" "$1"' "$TOP/scripts/demo-l1.sh" "$seconds" ||
+	sh -c 'exec bash "$0" "$L1_RESULTS" "$1"' "$TOP/demo/in-l1.sh" "$seconds" ||
 	die "recording the guest in L1 failed: see the messages above and $OUT/l1/$name/console.log"
 
 results=$OUT/l1/$name
 rm -rf "$outdir/guest" "$outdir/guestmount"
 cp -a "$results/perf.data" "$results/guest" "$results/guestmount" "$results/guest-console.log" "$outdir/"
 cp "$results/console.log" "$outdir/l1-console.log"
-stage demo/report bash "$TOP/scripts/demo-report.sh" "$outdir"
+stage demo/report bash "$TOP/demo/report.sh" "$outdir"
 say "done in $(($(date +%s) - t0))s; open $outdir/flamegraph.html in a browser"

@@ -3,9 +3,8 @@
 # /init and demo/workload.c built statically with frame pointers.  The guest
 # kernel is our own bzImage (frame pointers, 9p, virtio).
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../scripts/lib.sh"
 
-DEMOBUILD=$BUILD/demo
 root=$DEMOBUILD/initramfs
 mkdir -p "$DEMOBUILD"
 say "building the guest workload (static, frame pointers)"
@@ -21,4 +20,4 @@ done
 cp "$DEMOBUILD/workload" "$root/bin/workload"
 install -m 0755 "$TOP/demo/guest-init.sh" "$root/init"
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) | gzip -1 >"$DEMOBUILD/initramfs.cpio.gz"
-say "guest image at $DEMOBUILD/initramfs.cpio.gz (kernel: $BUILD/bzImage)"
+say "guest image at $DEMOBUILD/initramfs.cpio.gz (kernel: $BZIMAGE)"

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Guest call-chain sampling in the kernel and in the VMM, side by side: the
+ * pieces of guest_callchain_bench (see guest_callchain_bench.c for what it
+ * measures and how).
+ *
+ *   guest.c           the guest workload and the VM
+ *   run.c             one run: the vCPU loop, the phases, the result
+ *   sampler_kernel.c  kernel-ip, kernel-chain: perf events (the selftest
+ *                     library's perf_sampler)
+ *   sampler_user.c    user, user-fast: the walk in the VMM, and the
+ *                     micro-benchmark of its pieces
+ */
+#ifndef GUEST_CALLCHAIN_BENCH_H
+#define GUEST_CALLCHAIN_BENCH_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "kvm_util.h"
+
+#define MAX_DEPTH		128
+#define MAX_PHASES		4096
+#define BENCH_PAGE_SIZE		4096ull
+#define BENCH_PAGE_MASK		(~(BENCH_PAGE_SIZE - 1))
+
+enum sampler_kind { S_NONE, S_KERNEL_IP, S_KERNEL_CHAIN, S_USER, S_USER_FAST, NR_SAMPLERS };
+
+/* How long a run lasts: the warm-up, then off/on phases for duration_s. */
+struct timing {
+	double warmup_s;
+	double duration_s;
+	double phase_s;
+};
+
+/* One configuration: a stack shape, a sampler and its rate. */
+struct config {
+	bool sparse;			/* one frame per page */
+	int depth;			/* frames below guest_callchain_entry, 3..64 */
+	enum sampler_kind kind;
+	int rate;			/* Hz */
+	struct timing time;
+};
+
+/* The chain every sample in the guest's work loop must carry. */
+struct expect {
+	int depth;
+	uint64_t loop_start, loop_end;
+	uint64_t ret[MAX_DEPTH];
+	int pages;			/* distinct stack pages of the frames */
+};
+
+struct tally {
+	uint64_t samples;		/* delivered */
+	uint64_t guest;			/* taken while in the guest */
+	uint64_t in_loop;		/* ... at the work loop: chain known */
+	uint64_t complete;		/* ... with exactly the expected chain */
+	uint64_t lost;
+	uint64_t translations;		/* user: page table walks */
+	uint64_t handle_ns;		/* user: time from -EINTR to re-entry */
+};
+
+struct result {
+	struct config c;
+	int run;			/* index in results.csv */
+	int rep;
+	double on_s, off_s;		/* phases with the sampler on, off */
+	uint64_t work_on, work_off;
+	double on_per_s, off_per_s;	/* work per second */
+	double rel;			/* on / off: upper quartiles of phases */
+	double rel_pooled;		/* on / off: all phases together */
+	struct tally t;
+	int pages;
+};
+
+struct memslot_map {
+	uint64_t gpa, size;
+	uint8_t *hva;
+};
+
+/* The VM, and what the host side of the benchmark keeps across runs. */
+struct bench {
+	struct kvm_vm *vm;
+	struct kvm_vcpu *vcpu;
+	pid_t tid;			/* the vCPU thread: this one */
+	uint64_t *counter, *stop, *depth, *sparse;	/* guest variables */
+	struct memslot_map slots[16];	/* what a VMM knows anyway */
+	int nr_slots;
+	uint32_t max_stack;		/* kernel.perf_event_max_stack */
+	FILE *phases_file;		/* per phase: TSC boundaries and work */
+	const char *sync_path;		/* for the host clock, or NULL */
+	bool trace_phases;
+	int next_run;			/* index of the next run in results.csv */
+	struct user_ring *user_ring;	/* the userspace samplers' chains */
+};
+
+struct run;
+
+/*
+ * A sampler: what run_config() calls around one run.  Every hook may be
+ * NULL.  setup() and teardown() run on the vCPU thread before and after
+ * the KVM_RUN loop; set_on() on the monitor thread at phase boundaries;
+ * on_exit() after every return from KVM_RUN, with its status; parse()
+ * after the run, counting samples against the expected chain.
+ */
+struct sampler_ops {
+	const char *name;
+	bool chain;			/* its samples carry call chains */
+	bool in_vmm;			/* it samples in the VMM, timed per sample */
+	void (*setup)(struct run *r);
+	void (*set_on)(struct run *r, bool on);
+	void (*on_exit)(struct run *r, int ret, uint64_t exit_ns);
+	void (*teardown)(struct run *r);
+	void (*parse)(struct run *r, const struct expect *e, struct tally *t);
+};
+
+/* One run of one configuration. */
+struct run {
+	struct bench *b;
+	const struct config *c;
+	const struct sampler_ops *ops;
+	struct tally *t;
+	void *sampler;			/* the sampler's own state */
+	timer_t timer;			/* the userspace samplers' kick */
+};
+
+extern const struct sampler_ops *const samplers[NR_SAMPLERS];
+extern const struct sampler_ops none_sampler, kernel_ip_sampler, kernel_chain_sampler;
+extern const struct sampler_ops user_sampler, user_fast_sampler;
+
+/* guest.c */
+void bench_create(struct bench *b);
+void bench_set_shape(struct bench *b, const struct config *c);
+void read_expect(struct bench *b, struct expect *e, int depth);
+
+/* run.c */
+uint64_t bench_rdtsc(void);
+uint64_t now_ns(void);
+uint64_t ring_need(const struct config *c, uint64_t words_per_sample);
+void tally_chain(struct tally *t, const struct expect *e, uint64_t ip,
+		 const uint64_t *frames, uint64_t nr_frames);
+void run_config(struct bench *b, const struct config *c, int rep, struct result *r);
+
+/* sampler_user.c */
+void user_samplers_init(struct bench *b, uint64_t ring_words);
+void micro(struct bench *b, const struct config *c, FILE *results_file);
+
+#endif /* GUEST_CALLCHAIN_BENCH_H */
