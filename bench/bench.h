@@ -27,7 +27,12 @@
 #define BENCH_PAGE_SIZE		4096ull
 #define BENCH_PAGE_MASK		(~(BENCH_PAGE_SIZE - 1))
 
-enum sampler_kind { S_NONE, S_KERNEL_IP, S_KERNEL_CHAIN, S_USER, S_USER_FAST, NR_SAMPLERS };
+enum sampler_kind {
+	S_NONE, S_KERNEL_IP, S_KERNEL_CHAIN, S_KERNEL_STACK, S_USER, S_USER_FAST, NR_SAMPLERS
+};
+
+/* The stack window of kernel-stack: perf's --call-graph dwarf default. */
+#define STACK_WINDOW		8192
 
 /* How long a run lasts: the warm-up, then off/on phases for duration_s. */
 struct timing {
@@ -61,6 +66,7 @@ struct tally {
 	uint64_t lost;
 	uint64_t translations;		/* user: page table walks */
 	uint64_t handle_ns;		/* user: time from -EINTR to re-entry */
+	uint64_t bytes;			/* kernel: of the sample records */
 };
 
 struct result {
@@ -110,6 +116,8 @@ struct sampler_ops {
 	const char *name;
 	bool chain;			/* its samples carry call chains */
 	bool in_vmm;			/* it samples in the VMM, timed per sample */
+	bool stack;			/* registers and stack window, not a chain */
+	int max_rate;			/* Hz, if its ring can't hold more */
 	void (*setup)(struct run *r);
 	void (*set_on)(struct run *r, bool on);
 	void (*on_exit)(struct run *r, int ret, uint64_t exit_ns);
@@ -129,6 +137,7 @@ struct run {
 
 extern const struct sampler_ops *const samplers[NR_SAMPLERS];
 extern const struct sampler_ops none_sampler, kernel_ip_sampler, kernel_chain_sampler;
+extern const struct sampler_ops kernel_stack_sampler;
 extern const struct sampler_ops user_sampler, user_fast_sampler;
 
 /* guest.c */

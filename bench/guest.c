@@ -113,8 +113,11 @@ void bench_create(struct bench *b)
 
 	b->vm = __vm_create_with_one_vcpu(&b->vcpu, GUEST_STACK_SIZE / 4096 + 64, guest_main);
 	b->tid = syscall(__NR_gettid);
-	/* The module parameter is the gate; each VM opts in as well. */
-	vm_set_guest_callchains(b->vm, true);
+	/*
+	 * The module parameter is the gate; each VM opts in as well, here to
+	 * call chains and to registers and stack windows.
+	 */
+	vm_set_guest_callchains(b->vm, 2);
 
 	stack = vm_vaddr_alloc(b->vm, GUEST_STACK_SIZE, KVM_UTIL_MIN_VADDR);
 	vcpu_regs_get(b->vcpu, &regs);

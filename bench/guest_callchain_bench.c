@@ -13,7 +13,10 @@
  *  kernel-ip     cpu-clock perf event, PERF_SAMPLE_IP|PERF_SAMPLE_TID
  *  kernel-chain  the same plus PERF_SAMPLE_CALLCHAIN: the kernel walks the
  *                guest's page tables and frame pointers in the sample
- *                (sampler_kernel.c)
+ *  kernel-stack  the same plus the guest's registers and an 8KiB window
+ *                of its stack (PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER:
+ *                perf's --call-graph dwarf), at 1 kHz and below, where its
+ *                ring holds a whole run (sampler_kernel.c)
  *  user          a timer signal kicks the vCPU out of KVM_RUN; the VMM reads
  *                the registers and walks the guest's stack itself
  *  user-fast     the same with the cheapest kick and register access we
@@ -68,7 +71,7 @@ static void write_header(FILE *f)
 		"run,rep,shape,depth,sampler,rate_hz,on_s,off_s,work_on,work_off,work_on_per_s,"
 		"work_off_per_s,rel_throughput,rel_pooled,samples,samples_per_s,guest_samples,in_loop,"
 		"complete,complete_frac,lost,stack_pages,translations_per_sample,"
-		"handle_us_per_sample\n");
+		"handle_us_per_sample,bytes_per_sample\n");
 	fflush(f);
 }
 
@@ -88,10 +91,14 @@ static void write_result(FILE *f, const struct result *r)
 		fprintf(f, ",");
 	fprintf(f, "%lu,%d,", t->lost, r->pages);
 	if (ops->in_vmm && t->samples)
-		fprintf(f, "%.2f,%.2f\n", (double)t->translations / t->samples,
+		fprintf(f, "%.2f,%.2f,", (double)t->translations / t->samples,
 			t->handle_ns / 1e3 / t->samples);
 	else
-		fprintf(f, ",\n");
+		fprintf(f, ",,");
+	if (t->bytes && t->samples)
+		fprintf(f, "%.0f\n", (double)t->bytes / t->samples);
+	else
+		fprintf(f, "\n");
 	fflush(f);
 }
 
@@ -112,6 +119,8 @@ static void print_result(const struct result *r, int index, int total)
 			printf(", %lu LOST", t->lost);
 		if (ops->in_vmm && t->samples)
 			printf(", %.1f us/sample in VMM", t->handle_ns / 1e3 / t->samples);
+		if (t->bytes && t->samples)
+			printf(", %.0f B/sample", (double)t->bytes / t->samples);
 	}
 	printf("\n");
 	fflush(stdout);
@@ -183,7 +192,8 @@ static int plan_block(struct config *list, const struct timing *time, bool spars
 
 	for (i = 0; i < nr_rates; i++)
 		for (kind = S_KERNEL_IP; kind <= S_USER_FAST; kind++)
-			m = add(sampled, m, time, sparse, depth, kind, rates[i]);
+			if (!samplers[kind]->max_rate || rates[i] <= samplers[kind]->max_rate)
+				m = add(sampled, m, time, sparse, depth, kind, rates[i]);
 
 	/* The control: "on" and "off" phases both without sampling. */
 	n = add(list, 0, time, sparse, depth, S_NONE, 0);
@@ -224,6 +234,7 @@ static int plan(const struct options *o, int rep, struct config *list)
 		return plan_full(list, &o->time, !(rep % 2));
 	n = add(list, n, &o->time, false, 8, S_NONE, 0);
 	n = add(list, n, &o->time, false, 8, S_KERNEL_CHAIN, 1000);
+	n = add(list, n, &o->time, false, 8, S_KERNEL_STACK, 1000);
 	n = add(list, n, &o->time, false, 8, S_USER, 1000);
 	return add(list, n, &o->time, false, 8, S_USER_FAST, 1000);
 }

@@ -22,14 +22,15 @@ import statistics
 import sys
 from collections import defaultdict
 
-SAMPLERS = ["kernel-ip", "kernel-chain", "user", "user-fast"]
+SAMPLERS = ["kernel-ip", "kernel-chain", "kernel-stack", "user", "user-fast"]
 LABEL = {
     "kernel-ip": "in-kernel, IP only",
     "kernel-chain": "in-kernel, guest chain",
+    "kernel-stack": "in-kernel, guest registers + 8 KiB stack",
     "user": "userspace (signal handler, GET_REGS+GET_SREGS)",
     "user-fast": "userspace (sigmask+sigtimedwait, sync regs)",
 }
-COLOR = {"kernel-ip": "tab:gray", "kernel-chain": "tab:blue",
+COLOR = {"kernel-ip": "tab:gray", "kernel-chain": "tab:blue", "kernel-stack": "tab:green",
          "user": "tab:red", "user-fast": "tab:orange"}
 STACKS = [("dense", 8), ("dense", 64), ("sparse", 64)]
 STYLE = {("dense", 8): "-", ("dense", 64): "--", ("sparse", 64): ":"}
@@ -255,7 +256,7 @@ def main():
             md.append(f"| {stack_name(shape, depth)} | {rate} | " + " | ".join(cells) + " |")
     md.append("")
     comp = []
-    for s in ("kernel-chain", "user", "user-fast"):
+    for s in ("kernel-chain", "kernel-stack", "user", "user-fast"):
         g = [r for r in rows if r["sampler"] == s and r["complete_frac"] is not None]
         if g:
             checked = sum(r["in_loop"] for r in g)
@@ -263,7 +264,17 @@ def main():
             comp.append(f"{s} {done:,}/{checked:,} ({100 * done / checked:.2f}%, worst run "
                         f"{100 * min(r['complete_frac'] for r in g):.1f}%)")
     md.append("Complete chains (exactly the recorded return addresses, up to the outermost "
-              "frame), of the samples in the work loop: " + "; ".join(comp) + ".")
+              "frame; for kernel-stack, the frame-pointer chain as far as its 8 KiB stack "
+              "window holds it, so never for 64 frames one per page), of the samples in the "
+              "work loop: " + "; ".join(comp) + ".")
+    sizes = []
+    for s in ("kernel-ip", "kernel-chain", "kernel-stack"):
+        b = [float(r["bytes_per_sample"]) for r in rows
+             if r["sampler"] == s and r.get("bytes_per_sample")]
+        if b:
+            sizes.append(f"{s} {statistics.median(b):,.0f}")
+    if sizes:
+        md.append("Bytes per sample in perf's ring (median): " + ", ".join(sizes) + ".")
     lost = sum(r["lost"] for r in rows)
     pages = {(r["shape"], r["depth"]): r["stack_pages"] for r in rows}
     md.append("Stack pages under the frames: " +

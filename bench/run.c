@@ -21,6 +21,7 @@ const struct sampler_ops *const samplers[NR_SAMPLERS] = {
 	[S_NONE] = &none_sampler,
 	[S_KERNEL_IP] = &kernel_ip_sampler,
 	[S_KERNEL_CHAIN] = &kernel_chain_sampler,
+	[S_KERNEL_STACK] = &kernel_stack_sampler,
 	[S_USER] = &user_sampler,
 	[S_USER_FAST] = &user_fast_sampler,
 };

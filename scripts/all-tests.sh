@@ -79,7 +79,7 @@ checkpatch() {
 		# The base commit is a release tarball without upstream history,
 		# so checkpatch can't find the commits Fixes: tags name (they are
 		# upstream's; the cover letter lists them).
-		ignore="$ignore --ignore FILE_PATH_CHANGES,GIT_COMMIT_ID"
+		ignore="$ignore --ignore FILE_PATH_CHANGES,UNKNOWN_COMMIT_ID"
 		# shellcheck disable=SC2086
 		if "$TREE/scripts/checkpatch.pl" --strict --quiet --no-tree $ignore \
 			"$TOP/patches/$p" >"$RESULTS/checkpatch.log" 2>&1 &&

@@ -3,10 +3,13 @@
 # separate work tree (build/bisect):
 #   - the kernel directories the series touches (KVM, perf events, BPF stack
 #     maps; virt/kvm builds as part of arch/x86/kvm), with the test kernel's
-#     .config;
-#   - the KVM selftest library and guest_callchain_test, when the commit
-#     touches tools/testing/selftests/kvm;
-#   - perf, when the commit touches tools/perf (BISECT_PERF=0 skips this).
+#     .config, at the first commit and at those that change more than tools
+#     and documentation;
+#   - the KVM selftest library and those of tests/l1/kvm-selftests that the
+#     commit has, when it touches tools/testing/selftests/kvm;
+#   - perf without Python scripting, when the commit touches perf's C or
+#     build files (BISECT_PERF=0 skips this): build-perf.sh builds and
+#     checks the whole of perf, Python included, at the last commit.
 # Each output directory is reused from commit to commit, so a commit costs
 # what it changes; ccache makes repeated runs cheap.
 set -euo pipefail
@@ -29,32 +32,50 @@ fi
 mkdir -p "$OBJ" "$SOBJ" "$POBJ"
 cp "$KBUILD/.config" "$OBJ/.config"
 
-touches() { git -C "$TREE" diff --quiet "$1^" "$1" -- "$2" && return 1 || return 0; }
+# Whether commit $1 changes any of the paths (git pathspecs) that follow.
+touches() {
+	local commit=$1
+	shift
+	! git -C "$TREE" diff --quiet "$commit^" "$commit" -- "$@"
+}
 
 dirs="arch/x86/kvm/ arch/x86/events/ kernel/events/ kernel/bpf/"
-n=0 selftest_builds=0 perf_builds=0
+mapfile -t selftests < <(grep -v -e '^#' -e '^$' "$TOP/tests/l1/kvm-selftests")
+n=0 kernel_builds=0 selftest_builds=0 perf_builds=0
 for commit in $(git -C "$TREE" rev-list --reverse base..series); do
 	n=$((n + 1))
 	subject=$(git -C "$TREE" log -1 --format=%s "$commit")
 	git -C "$WT" checkout -q --detach "$commit"
 	say "[$n] $subject"
-	make -s -C "$WT" O="$OBJ" CC="ccache gcc" -j"$(nproc)" olddefconfig >/dev/null
-	make -s -C "$WT" O="$OBJ" CC="ccache gcc" -j"$(nproc)" $dirs ||
-		die "patch $n does not build: $subject"
+	# The first commit, and every commit that changes more than tools and
+	# documentation: the kernel directories.
+	if [ $n -eq 1 ] || touches "$commit" ':!tools/' ':!Documentation/'; then
+		make -s -C "$WT" O="$OBJ" CC="ccache gcc" -j"$(nproc)" olddefconfig >/dev/null
+		# shellcheck disable=SC2086
+		make -s -C "$WT" O="$OBJ" CC="ccache gcc" -j"$(nproc)" $dirs ||
+			die "patch $n does not build: $subject"
+		kernel_builds=$((kernel_builds + 1))
+	fi
 	if touches "$commit" tools/testing/selftests/kvm; then
-		selftests_make "$WT" "$SOBJ" "$SOBJ/x86_64/guest_callchain_test" \
-			>"$SOBJ/build.log" 2>&1 || {
+		# The library, and those of our L1 selftests this commit has.
+		targets=()
+		for t in "${selftests[@]}"; do
+			[ ! -f "$WT/tools/testing/selftests/kvm/$t.c" ] || targets+=("$SOBJ/$t")
+		done
+		selftests_make "$WT" "$SOBJ" "${targets[@]}" >"$SOBJ/build.log" 2>&1 || {
 			tail -n 30 "$SOBJ/build.log"
 			die "patch $n: the KVM selftests do not build: $subject"
 		}
 		selftest_builds=$((selftest_builds + 1))
 	fi
-	if [ "${BISECT_PERF:-1}" != 0 ] && touches "$commit" tools/perf; then
-		perf_make "$WT" "$POBJ" >"$POBJ/build.log" 2>&1 || {
+	if [ "${BISECT_PERF:-1}" != 0 ] &&
+		touches "$commit" ':(glob)tools/perf/**/*.[ch]' ':(glob)tools/perf/**/Build' \
+			':(glob)tools/perf/**/Makefile*' ':(glob)tools/perf/**/*.mak'; then
+		perf_make "$WT" "$POBJ" NO_LIBPYTHON=1 >"$POBJ/build.log" 2>&1 || {
 			tail -n 30 "$POBJ/build.log"
 			die "patch $n: perf does not build: $subject"
 		}
 		perf_builds=$((perf_builds + 1))
 	fi
 done
-say "all $n patches build on their own ($selftest_builds with the KVM selftests, $perf_builds with perf)"
+say "all $n patches build on their own (built: the kernel directories at $kernel_builds, the KVM selftests at $selftest_builds, perf at $perf_builds)"

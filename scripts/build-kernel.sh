@@ -5,7 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-[ -d "$TREE/.git" ] || die "no work tree at $TREE: run 'make tree' first"
+[ -e "$TREE/.git" ] || die "no work tree at $TREE: run 'make tree' first"
 mkdir -p "$KBUILD"
 
 kmake() { make -s -C "$TREE" O="$KBUILD" CC="ccache gcc" -j"$(nproc)" "$@"; }
