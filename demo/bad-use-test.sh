@@ -36,6 +36,8 @@ expect "output directory not writable" nonzero "output directory .* is not writa
 	bash "$TOP/demo/run.sh" "$tmp/file/out"
 expect "bad DEMO_SECONDS" nonzero "DEMO_SECONDS must be" \
 	env DEMO_SECONDS=soon bash "$TOP/demo/run.sh" "$tmp/out"
+expect "bad DEMO_GUEST" nonzero "DEMO_GUEST must be stock or fp" \
+	env DEMO_GUEST=windows bash "$TOP/demo/run.sh" "$tmp/out"
 
 # Missing symbols: the guest shared nothing.
 mkdir "$tmp/nosyms"
@@ -52,10 +54,40 @@ else
 	fail=1
 fi
 
+# The stock guest's kernel image missing, or the wrong one (our own,
+# frame-pointer kernel): perf says why it doesn't unwind guest kernel
+# stacks, and shows their first frame only, never frames made of what
+# the guest's frame pointer register held.
+for image in missing wrong; do
+	mkdir "$tmp/$image"
+	cp -a "$demo/perf.data" "$demo/guest" "$demo/guestmount" "$demo/demo-guest" "$tmp/$image/"
+	if [ $image = missing ]; then
+		expect "guest kernel image missing" 0 "no guest kernel image" \
+			env STOCK_KERNEL="$tmp/none" bash "$TOP/demo/report.sh" "$tmp/$image"
+		reason="give the guest's kernel image"
+	else
+		mkdir "$tmp/ourkernel"
+		cp "$BZIMAGE" "$tmp/ourkernel/vmlinuz"
+		expect "wrong guest kernel image" 0 "drawing" \
+			env STOCK_KERNEL="$tmp/ourkernel" bash "$TOP/demo/report.sh" "$tmp/$image"
+		reason="has no ORC tables"
+	fi
+	deep=$(awk '/^[^\t]/ { n = 0; next } /^\tffff/ { if (++n == 2) deep++ } END { print deep + 0 }' \
+		"$tmp/$image/perf-kvm-script.txt")
+	if grep -q "Not unwinding guest kernel stacks: .*$reason" "$tmp/$image/perf-kvm-script.err" &&
+		grep -q "has no frame pointers" "$tmp/$image/perf-kvm-script.err" && [ "$deep" = 0 ]; then
+		echo "ok: guest kernel image $image: reported, guest kernel chains cut to their first frame"
+	else
+		echo "FAILED: guest kernel image $image: no reason given, or $deep samples with guest kernel frames beyond the first"
+		sed 's/^/    | /' "$tmp/$image/perf-kvm-script.err" | head -n 10
+		fail=1
+	fi
+done
+
 # A corrupt maps file: perf says so, and keeps every sample and the guest
 # kernel symbols.
 mkdir "$tmp/badmaps"
-cp -a "$demo/perf.data" "$demo/guest" "$demo/guestmount" "$tmp/badmaps/"
+cp -a "$demo/perf.data" "$demo/guest" "$demo/guestmount" "$demo/demo-guest" "$tmp/badmaps/"
 echo "this is not a maps file" >"$tmp/badmaps/guest/workload.maps"
 expect "corrupt guest maps file" 0 "drawing" bash "$TOP/demo/report.sh" "$tmp/badmaps"
 if grep -q "is not a /proc/PID/maps file" "$tmp/badmaps/perf-kvm-script.err" &&

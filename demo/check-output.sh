@@ -1,8 +1,10 @@
 #!/bin/bash
 # Check what 'make demo' wrote to OUTDIR: guest samples, at least 90% of them
-# with a guest call chain, known guest kernel and user call paths in
-# caller -> callee order in the folded stacks, and a flame graph that
-# renders in headless Chromium with those names visible.
+# with a guest call chain, at least 95% of guest kernel samples with a
+# complete chain to a kernel entry point and of the samples in the
+# workload's hot loop with a chain to main, known guest kernel and user call
+# paths in caller -> callee order in the folded stacks, and a flame graph
+# that renders in headless Chromium with those names visible.
 #
 #   demo/check-output.sh OUTDIR
 set -euo pipefail
@@ -36,10 +38,51 @@ else
 	bad "only $chained of $samples guest samples have guest frames beyond the IP (need 90%)"
 fi
 
-# Caller -> callee, as folded stacks go.
+# Complete chains, from perf kvm script's frames (innermost first): a guest
+# kernel sample's kernel frames must all resolve and reach a kernel entry
+# point (system call, exception, interrupt, a kernel thread's start); a
+# sample in the program's hot loop must reach main.
+read -r kernel kernel_complete leaf leaf_main < <(awk '
+	function flush(	i, last, unresolved) {
+		if (n && addr[1] ~ /^ffff/) {
+			kernel++
+			for (i = 1; i <= n; i++) {
+				if (addr[i] !~ /^ffff/)
+					continue
+				last = i
+				if (sym[i] == "[unknown]")
+					unresolved = 1
+			}
+			if (!unresolved && sym[last] ~ /^(entry_SYSCALL_64|entry_SYSCALL_64_after_hwframe|asm_(exc|sysvec|common)_[a-z_]+|ret_from_fork(_asm)?)$/)
+				complete++
+		} else if (n && (sym[1] == "checksum_block" || sym[1] == "mix_word")) {
+			leaf++
+			for (i = 2; i <= n; i++)
+				if (sym[i] == "main") {
+					leaf_main++
+					break
+				}
+		}
+		n = 0
+	}
+	/^[^\t]/ { flush(); next }
+	/^\t/ { n++; addr[n] = $1; s = $2; sub(/\+0x[0-9a-f]+$/, "", s); sym[n] = s }
+	END { flush(); print kernel + 0, complete + 0, leaf + 0, leaf_main + 0 }' "$outdir/perf-kvm-script.txt")
+if [ "$kernel" -gt 0 ] && [ $((kernel_complete * 100)) -ge $((kernel * 95)) ]; then
+	ok "$kernel_complete of $kernel guest kernel samples ($((kernel_complete * 100 / kernel))%) have a chain that reaches a kernel entry point with every kernel frame resolved"
+else
+	bad "only $kernel_complete of $kernel guest kernel samples have a complete, resolved chain to a kernel entry point (need 95%)"
+fi
+if [ "$leaf" -gt 0 ] && [ $((leaf_main * 100)) -ge $((leaf * 95)) ]; then
+	ok "$leaf_main of $leaf samples in the workload's hot loop ($((leaf_main * 100 / leaf))%) have a chain that reaches main"
+else
+	bad "only $leaf_main of $leaf samples in the workload's hot loop have a chain that reaches main (need 95%)"
+fi
+
+# Caller -> callee, as folded stacks go; compilers inline differently.
 for path in \
-	'entry_SYSCALL_64_after_hwframe;do_syscall_64;x64_sys_call;__x64_sys_(write|read);ksys_(write|read);vfs_(write|read);pipe_(write|read)' \
-	'asm_exc_page_fault;exc_page_fault;handle_mm_fault' \
+	'entry_SYSCALL_64_after_hwframe;do_syscall_64;([^;]*;)*ksys_(write|read);vfs_(write|read);pipe_(write|read)' \
+	'asm_exc_page_fault;exc_page_fault;([^;]*;)*handle_mm_fault' \
 	';main;run_workload;compute_phase;checksum_block' ; do
 	if grep -Eq "$path" "$outdir/folded.txt"; then
 		ok "folded stacks have $path"

@@ -2,7 +2,8 @@
 # What 'make demo' needs beyond the build: perf's flame-graph template from
 # the d3-flame-graph 4.1.3 npm package (self-contained, so the HTML needs no
 # network at view time), and playwright-core, which drives Debian's
-# Chromium (from 'make deps') to render it headless: demo/render.js.
+# Chromium (from 'make deps') to render it headless: demo/render.js; and the
+# demo guest's kernel, Debian's stock cloud kernel (demo/stock-kernel.sh).
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
@@ -20,6 +21,8 @@ if ! echo "$TEMPLATE_MD5  $template" | md5sum -c --status 2>/dev/null ||
 		die "d3-flame-graph template has an unexpected md5sum"
 fi
 say "flame-graph template: $template"
+
+bash "$TOP/demo/stock-kernel.sh"
 
 command -v chromium >/dev/null || die "chromium missing: run 'make deps'"
 say "$(chromium --version 2>/dev/null | head -n 1)"

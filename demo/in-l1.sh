@@ -1,24 +1,47 @@
 #!/bin/bash
-# The part of 'make demo' that runs inside L1 (demo/run.sh starts it):
-# boot the L2 guest (our kernel, a busybox initramfs, demo/workload.c) with
-# KVM, turn guest call chains on and record the guest with
-# 'perf kvm --guest record -g' for RECORD_SECONDS.
+# The part of 'make demo' that runs inside L1 (demo/run.sh starts it): boot
+# the L2 guest of DEMO_GUEST (demo/guest-image.sh) with KVM, turn guest call
+# chains on and record the guest for RECORD_SECONDS:
+#   stock  Debian's stock cloud kernel, a program without frame pointers:
+#          the VM at opt-in level 2, 'perf kvm --guest record --call-graph
+#          dwarf', which unwinds offline (ORC, DWARF CFI)
+#   fp     our frame-pointer kernel and program: level 1, '-g'
 #
 #   demo/in-l1.sh OUTDIR RECORD_SECONDS
 #
 # OUTDIR gets perf.data, guest-console.log and guestmount/PID: the guest's
-# root as the guest shared it (proc/kallsyms, proc/modules, bin/workload)
-# with workload.maps, the program's /proc/PID/maps in the guest.
+# root (guest/: proc/kallsyms, proc/modules, sys/kernel/notes, the program
+# and its libraries) with workload.maps, the program's /proc/PID/maps in
+# the guest.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
 [ $# -eq 2 ] || die "usage: $0 OUTDIR RECORD_SECONDS"
 outdir=$1 record_seconds=$2
 knob=${DEMO_KNOB:-/sys/module/kvm/parameters/enable_guest_callchains}
+guest=${DEMO_GUEST:-stock}
 step() { printf '[demo/L1 %4ds] %s\n' "$SECONDS" "$*"; }
 
+case "$guest" in
+stock)
+	kernel=$STOCK_KERNEL/vmlinuz level=2 call_graph=(--call-graph dwarf)
+	# Debian's kernel has no 9p: the guest sends its root as a tar stream.
+	share_args=(-device virtio-serial-pci
+		-chardev file,id=guestroot,path="$outdir/guestroot.tar"
+		-device virtserialport,chardev=guestroot,name=org.perf.guestroot)
+	;;
+fp)
+	kernel=$BZIMAGE level=1 call_graph=(-g)
+	share_args=(-fsdev local,id=share,path="$outdir/guest",security_model=none
+		-device virtio-9p-pci,fsdev=share,mount_tag=share)
+	;;
+*)
+	die "DEMO_GUEST must be stock or fp, not '$guest'"
+	;;
+esac
 [ -e "$knob" ] || die "$knob is missing: this kernel has no guest call chains (not the patched kernel?)"
 [ -c /dev/kvm ] || die "no /dev/kvm here: KVM is not available (no SVM/VMX for the guest?)"
+[ -s "$kernel" ] || die "no guest kernel at $kernel: run demo/deps.sh"
 
 share=$outdir/guest
 
@@ -28,30 +51,47 @@ guest_broke() {
 	tr -d '\r' <"$outdir/guest-console.log" 2>/dev/null | grep -qE "$KERNEL_REPORT"
 }
 
+# Whether the guest handed over its root: over 9p, or over the port.
+guest_root_here() {
+	if [ "$guest" = fp ]; then
+		[ -s "$share/workload.maps" ]
+	else
+		grep -q 'guest: guest root sent' "$outdir/guest-console.log" 2>/dev/null
+	fi
+}
+
+# The guest's root, for perf kvm --guestmount: for the stock guest, the
+# image's tree (the program and its libraries) and what the guest sent.
+guest_root_unpack() {
+	[ "$guest" = stock ] || return 0
+	cp -a "$DEMOBUILD/$guest/root/." "$share/"
+	tar xf "$outdir/guestroot.tar" -C "$share"
+}
+
 # Boot the guest and record it; 0 when the guest ran its workload, clean,
 # the whole time.  The guest runs the workload for longer than we record,
 # so that the recording starts and ends in the middle of it.  -xsave: the
 # guest kernel finds XSAVE sizes inconsistent under nested TCG and warns.
 record_guest() {
-	rm -rf "$share" "$outdir/guestmount" "$outdir/perf.data" "$outdir/guest-console.log"
+	rm -rf "$share" "$outdir/guestmount" "$outdir/perf.data" "$outdir/guest-console.log" \
+		"$outdir/guestroot.tar"
 	: >"$outdir/guest-console.log"
 	mkdir -p "$share" "$outdir/guestmount"
-	step "booting the L2 guest: $BZIMAGE with a busybox initramfs and demo/workload.c"
+	step "booting the L2 guest: $kernel with a busybox initramfs and demo/workload.c"
 	qemu-system-x86_64 -accel kvm -cpu "${DEMO_GUEST_CPU:-host,-xsave}" -m 512 -smp 1 \
 		-display none -monitor none -nic none -no-reboot \
-		-kernel "$BZIMAGE" -initrd "$DEMOBUILD/initramfs.cpio.gz" \
+		-kernel "$kernel" -initrd "$DEMOBUILD/$guest/initramfs.cpio.gz" \
 		-append "console=ttyS0 loglevel=4 panic=-1 ${DEMO_GUEST_APPEND:-} -- $((record_seconds + 60))" \
-		-fsdev local,id=share,path="$share",security_model=none \
-		-device virtio-9p-pci,fsdev=share,mount_tag=share \
+		"${share_args[@]}" \
 		-serial file:"$outdir/guest-console.log" &
 	qemu=$!
 	for _ in $(seq 180); do
-		[ -s "$share/workload.maps" ] && break
+		guest_root_here && break
 		kill -0 $qemu 2>/dev/null || break
 		guest_broke && break
 		sleep 1
 	done
-	if [ ! -s "$share/workload.maps" ] || guest_broke; then
+	if ! guest_root_here || guest_broke || ! guest_root_unpack || [ ! -s "$share/workload.maps" ]; then
 		step "the guest did not get to its workload (see guest-console.log)"
 		stop_guest
 		return 1
@@ -67,18 +107,18 @@ record_guest() {
 	echo Y >"$knob"
 	opt_in=$(ls -d /sys/kernel/debug/kvm/"$qemu"-*/guest_callchains 2>/dev/null | head -n 1)
 	[ -n "$opt_in" ] || die "no /sys/kernel/debug/kvm/$qemu-*/guest_callchains: the kernel can't opt the guest in"
-	echo 1 >"$opt_in"
+	echo $level >"$opt_in"
 	step "guest call chains on ($knob = $(cat "$knob"), ${opt_in#/sys/kernel/debug/kvm/} = $(cat "$opt_in"))"
-	step "recording: perf kvm --guest record -g -e cpu-clock -F 250 -p $qemu for ${record_seconds}s"
+	step "recording: perf kvm --guest record ${call_graph[*]} -e cpu-clock -F 250 -p $qemu for ${record_seconds}s"
 	record_rc=0
 	"$PERF" kvm --guest --guestmount="$outdir/guestmount" -o "$outdir/perf.data" \
-		record -q -g -e cpu-clock -F 250 -p $qemu -- sleep "$record_seconds" \
+		record -q "${call_graph[@]}" -e cpu-clock -F 250 -p $qemu -- sleep "$record_seconds" \
 		>"$outdir/perf-record.log" 2>&1 || record_rc=$?
 	grep -v '^\[ perf record: ' "$outdir/perf-record.log" || true
 	# Once in about four runs here, perf.data came out unfinished (a data
 	# size of 0) without a message: record again rather than draw nothing.
 	if [ "$record_rc" -ne 0 ] ||
-		! "$PERF" kvm --guest --guestmount="$outdir/guestmount" script \
+		! "$PERF" kvm --guest --guestmount="$outdir/guestmount" script -F time \
 			-i "$outdir/perf.data" >/dev/null 2>&1; then
 		step "perf kvm record exited with status $record_rc and left no complete perf.data (see perf-record.log)"
 		cp "$outdir/perf-record.log" "$outdir/perf-record.failed.log"
@@ -91,6 +131,7 @@ record_guest() {
 		return 1
 	fi
 	echo $qemu >"$outdir/qemu.pid"
+	echo "$guest" >"$outdir/demo-guest"
 	stop_guest
 }
 

@@ -36,6 +36,14 @@ if [ -n "$root" ] && [ -d "$root/" ]; then
 else
 	warn "no guest root under $outdir/guestmount: guest kernel frames are shown as addresses"
 fi
+# Debian's stock kernel unwinds with ORC: its tables are in its vmlinuz.
+if [ "$(cat "$outdir/demo-guest" 2>/dev/null)" = stock ]; then
+	if [ -s "$STOCK_KERNEL/vmlinuz" ]; then
+		opts+=(--guestvmlinux="$STOCK_KERNEL/vmlinuz")
+	else
+		warn "no guest kernel image ($STOCK_KERNEL/vmlinuz): guest kernel stacks are not unwound"
+	fi
+fi
 if [ -s "$outdir/guest/workload.maps" ]; then
 	opts+=(--guestmaps="$outdir/guest/workload.maps")
 else

@@ -5,7 +5,8 @@
 #   deps -> tree -> checkpatch + export round trip -> build (x86 kernel,
 #   perf, selftests) -> arm64 build of the touched directories -> every
 #   patch builds on its own -> harness tests (log check, injected WARN in
-#   L1, contributor workflow) -> the L1 suite (KVM selftests, perf test) ->
+#   L1, contributor workflow) -> perf's ORC test on Debian's stock kernel
+#   image -> the L1 suite (KVM selftests, perf test) ->
 #   a smoke run of the benchmark -> the short demo and its bad uses
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -129,6 +130,16 @@ l1suite() {
 	return 0
 }
 
+# perf's ORC unwinder on the tables of Debian's stock cloud kernel image,
+# the demo guest's kernel (demo/stock-kernel.sh), with a stack built from
+# them: an offline test, no L1 needed.
+orc_stock_kernel() {
+	[ -s "$STOCK_KERNEL/vmlinuz" ] || die "no $STOCK_KERNEL/vmlinuz: demo/deps.sh fetches it"
+	"$PERF" test -v --dso "$STOCK_KERNEL/vmlinuz" "ORC unwinding: kernel image" 2>&1 |
+		tee "$RESULTS/orc-stock-kernel.out"
+	grep -q 'ORC unwinding: kernel image.*: Ok$' "$RESULTS/orc-stock-kernel.out"
+}
+
 must deps bash "$TOP/scripts/deps.sh"
 # Only the demo needs these: without them its stages fail, the rest runs.
 stage demo-deps bash "$TOP/demo/deps.sh" || record FAIL stage/demo-deps
@@ -141,6 +152,7 @@ must build-selftests bash "$TOP/scripts/build-selftests.sh"
 tested build/arm64 bash "$TOP/scripts/build-arm64.sh"
 tested build/bisect bash "$TOP/scripts/bisect-build.sh"
 stage harness harness
+tested perf/orc-stock-kernel orc_stock_kernel
 stage l1-suite l1suite
 tested bench/smoke bash "$TOP/bench/run.sh" --smoke
 

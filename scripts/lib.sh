@@ -14,6 +14,9 @@ PERF=${PERF:-$PERFBUILD/perf}
 SELFTESTS=${SELFTESTS:-$BUILD/selftests/kvm}
 BENCHBUILD=${BENCHBUILD:-$BUILD/bench}
 DEMOBUILD=${DEMOBUILD:-$BUILD/demo}
+# Debian's stock cloud kernel (demo/stock-kernel.sh): the demo guest's, and
+# the kernel image perf's ORC test reads
+STOCK_KERNEL=${STOCK_KERNEL:-$DEMOBUILD/stock-kernel}
 NPMDIR=${NPMDIR:-$BUILD/npm}		# the demo's npm packages (demo/deps.sh)
 FLAMEGRAPH_TEMPLATE=$NPMDIR/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html
 export CCACHE_DIR=${CCACHE_DIR:-$BUILD/ccache}
