@@ -44,7 +44,7 @@ mkdir "$tmp/nosyms"
 cp -a "$demo/perf.data" "$tmp/nosyms/"
 expect "missing guest symbols" 0 "warning: no guest root .*shown as addresses" \
 	bash "$TOP/demo/report.sh" "$tmp/nosyms"
-grep -q "warning: no guest program mappings" "$tmp/out" ||
+grep -q "warning: no guest sideband .* nor program mappings" "$tmp/out" ||
 	{ echo "FAILED: missing guest symbols: no warning about guest user frames"; fail=1; }
 if grep -Eq '^\s+ffffffff[0-9a-f]+ \[unknown\]' "$tmp/nosyms/perf-kvm-script.txt" &&
 	[ -s "$tmp/nosyms/flamegraph.html" ]; then
@@ -98,6 +98,61 @@ if grep -q "is not a /proc/PID/maps file" "$tmp/badmaps/perf-kvm-script.err" &&
 else
 	echo "FAILED: corrupt guest maps file: no error from perf, or samples or kernel symbols lost"
 	fail=1
+fi
+
+# The stock guest's sideband without its build-id cache: a note per
+# missing file, its frames as addresses; the guest's processes still
+# apart, by comm.
+if [ -d "$demo/guest-data" ]; then
+	mkdir "$tmp/nocache"
+	cp -a "$demo/perf.data" "$demo/guest" "$demo/guestmount" "$demo/demo-guest" "$demo/guest-qemu.pid" \
+		"$demo/guest-data" "$demo/guest-clock" "$tmp/nocache/"
+	rm -rf "$tmp/nocache/guest-data/root/.debug"
+	expect "guest build-id cache missing" 0 "drawing" bash "$TOP/demo/report.sh" "$tmp/nocache"
+	if grep -q "Guest file /bin/ping: no file with its build id" "$tmp/nocache/perf-kvm-script.err" &&
+		! grep -Eq "(ping|pong)_(stroke|volley|rally)" "$tmp/nocache/perf-kvm-script.txt" &&
+		grep -q "^ *pong " "$tmp/nocache/perf-kvm-script.txt"; then
+		echo "ok: guest build-id cache missing: reported per file, frames as addresses, processes apart"
+	else
+		echo "FAILED: guest build-id cache missing: no note, symbols from elsewhere, or no processes"
+		sed 's/^/    | /' "$tmp/nocache/perf-kvm-script.err" | head -n 10
+		fail=1
+	fi
+
+	# The guest's clock given an hour behind: no sample lands in the
+	# sideband's time, so every one is the unknown guest thread's, none
+	# is some process's by mistake.
+	mkdir "$tmp/clock"
+	cp -a "$demo/perf.data" "$demo/guest" "$demo/guestmount" "$demo/demo-guest" "$demo/guest-qemu.pid" \
+		"$demo/guest-data" "$tmp/clock/"
+	awk -F, '{ printf "%.0f,%s\n", $1 - 3600000000000, $2 }' "$demo/guest-clock" >"$tmp/clock/guest-clock"
+	expect "guest clock an hour off" 0 "drawing" bash "$TOP/demo/report.sh" "$tmp/clock"
+	if ! grep -Eq "^ *(ping|pong|workload) " "$tmp/clock/perf-kvm-script.txt" &&
+		grep -q "^\[unknown guest thread\]" "$tmp/clock/perf-kvm-script.txt"; then
+		echo "ok: guest clock an hour off: every sample the unknown guest thread's"
+	else
+		echo "FAILED: guest clock an hour off: samples given to guest processes"
+		fail=1
+	fi
+
+	# The guest's clock given 30 s ahead: the sideband ends before the
+	# samples start.  A user space sample whose address the thread last
+	# switched to has no mapping for is not that thread's: it is the
+	# unknown guest thread's.  (Guest kernel samples can't be checked so:
+	# they go to that thread, see perf-kvm.txt.)
+	mkdir "$tmp/ahead"
+	cp -a "$tmp/clock/." "$tmp/ahead/"
+	awk -F, '{ printf "%.0f,%s\n", $1 + 30000000000, $2 }' "$demo/guest-clock" >"$tmp/ahead/guest-clock"
+	expect "guest clock 30 s ahead" 0 "drawing" bash "$TOP/demo/report.sh" "$tmp/ahead"
+	misplaced=$(awk '/^[^\t]/ { comm = $1; first = 1; next }
+		/^\t/ { if (first && $1 !~ /^ffff/ && comm != "[unknown") n++; first = 0 }
+		END { print n + 0 }' "$tmp/ahead/perf-kvm-script.txt")
+	if [ "$misplaced" = 0 ] && grep -q "^\[unknown guest thread\]" "$tmp/ahead/perf-kvm-script.txt"; then
+		echo "ok: guest clock 30 s ahead: every guest user space sample the unknown guest thread's"
+	else
+		echo "FAILED: guest clock 30 s ahead: $misplaced guest user space samples given to guest processes"
+		fail=1
+	fi
 fi
 
 # In an L1 whose kvm_amd never starts (its init call is blacklisted): no

@@ -40,8 +40,10 @@ fi
 
 # Complete chains, from perf kvm script's frames (innermost first): a guest
 # kernel sample's kernel frames must all resolve and reach a kernel entry
-# point (system call, exception, interrupt, a kernel thread's start); a
-# sample in the program's hot loop must reach main.
+# point (system call, exception, interrupt, a kernel thread's start), or,
+# on the interrupt stack, whose copy is all the sample has, the interrupt
+# handler that switched to it (sysvec_*); a sample in the program's hot
+# loop must reach main.
 read -r kernel kernel_complete leaf leaf_main < <(awk '
 	function flush(	i, last, unresolved) {
 		if (n && addr[1] ~ /^ffff/) {
@@ -53,7 +55,7 @@ read -r kernel kernel_complete leaf leaf_main < <(awk '
 				if (sym[i] == "[unknown]")
 					unresolved = 1
 			}
-			if (!unresolved && sym[last] ~ /^(entry_SYSCALL_64|entry_SYSCALL_64_after_hwframe|asm_(exc|sysvec|common)_[a-z_]+|ret_from_fork(_asm)?)$/)
+			if (!unresolved && sym[last] ~ /^(entry_SYSCALL_64|entry_SYSCALL_64_after_hwframe|asm_(exc|sysvec|common)_[a-z_]+|ret_from_fork(_asm)?|sysvec_[a-z_]+)$/)
 				complete++
 		} else if (n && (sym[1] == "checksum_block" || sym[1] == "mix_word")) {
 			leaf++
@@ -79,11 +81,93 @@ else
 	bad "only $leaf_main of $leaf samples in the workload's hot loop have a chain that reaches main (need 95%)"
 fi
 
+# The stock guest runs three programs, and its sideband tells them apart:
+# every sample in a program's hot leaf must be that program's (by comm),
+# with a chain up to its main, and no sample of one program may have a
+# frame in another's file.  Samples the sideband could not place belong
+# to "[unknown guest thread]"; they are counted, not checked.
+if [ "$(cat "$outdir/demo-guest" 2>/dev/null)" = stock ]; then
+	awk '
+	function flush(	i, p, own, bad) {
+		if (!n)
+			return
+		for (p in leafre)
+			if (sym[1] ~ leafre[p]) {
+				leaf[p]++
+				own = comm == p
+				for (i = 2; i <= n && own; i++)
+					if (sym[i] == "main")
+						break
+				if (own && i <= n)
+					good[p]++
+				else if (bad_shown[p]++ < 3)
+					printf "  a sample in %s'"'"'s leaf: comm %s, frames %s\n", p, comm, frames
+			}
+		if (comm in leafre)
+			for (i = 1; i <= n; i++)
+				for (p in leafre)
+					if (p != comm && dso[i] ~ ("/bin/" p "$")) {
+						cross[comm]++
+						if (cross_shown++ < 3)
+							printf "  a sample of %s with a frame in %s: %s\n", comm, p, frames
+						break
+					}
+		if (comm == "[unknown guest thread]")
+			unknown++
+		total++
+		n = 0
+	}
+	BEGIN {
+		leafre["workload"] = "^(checksum_block|mix_word)$"
+		leafre["ping"] = "^ping_(stroke|volley)$"
+		leafre["pong"] = "^pong_(stroke|volley)$"
+	}
+	/^[^\t]/ { flush(); comm = $0; sub(/ +-?[0-9]+ +[0-9]+\.[0-9]+:.*$/, "", comm); sub(/^ +/, "", comm); frames = ""; next }
+	/^\t/ {
+		n++; s = $2; sub(/\+0x[0-9a-f]+$/, "", s); sym[n] = s
+		d = $NF; gsub(/[()]/, "", d); dso[n] = d
+		frames = frames " " s
+	}
+	END {
+		flush()
+		for (p in leafre)
+			printf "%s %d %d %d\n", p, leaf[p] + 0, good[p] + 0, cross[p] + 0
+		printf "unknown %d %d\n", unknown + 0, total + 0
+	}' "$outdir/perf-kvm-script.txt" >"$outdir/programs.txt"
+	grep '^  ' "$outdir/programs.txt" || true
+	while read -r prog leaf good cross; do
+		case "$prog" in
+		' '*|'') continue ;;
+		unknown)
+			ok "$leaf of $good guest samples are the unknown guest thread's (before the guest's sideband knew)"
+			continue ;;
+		esac
+		if [ "$leaf" -ge 10 ] && [ "$good" -eq "$leaf" ]; then
+			ok "all $leaf samples in $prog's hot leaf are $prog's, with a chain up to its main"
+		else
+			bad "$good of $leaf samples in $prog's hot leaf are $prog's with a chain up to its main (need all, and 10 or more)"
+		fi
+		if [ "$cross" -eq 0 ]; then
+			ok "no sample of $prog has a frame in another program's file"
+		else
+			bad "$cross samples of $prog have frames in another program's file"
+		fi
+	done < <(grep -v '^  ' "$outdir/programs.txt")
+	for prog in workload ping pong; do
+		if grep -q "^$prog;" "$outdir/folded.txt"; then
+			ok "the flame graph has $prog's stacks under its own name"
+		else
+			bad "the flame graph has no stacks under $prog"
+		fi
+	done
+fi
+
 # Caller -> callee, as folded stacks go; compilers inline differently.
 for path in \
 	'entry_SYSCALL_64_after_hwframe;do_syscall_64;([^;]*;)*ksys_(write|read);vfs_(write|read);pipe_(write|read)' \
 	'asm_exc_page_fault;exc_page_fault;([^;]*;)*handle_mm_fault' \
-	';main;run_workload;compute_phase;checksum_block' ; do
+	';main;run_workload;compute_phase;checksum_block' \
+	"$([ "$(cat "$outdir/demo-guest" 2>/dev/null)" = stock ] && echo '^ping;([^;]*;)*main;ping_rally;ping_volley' || echo ';main')"; do
 	if grep -Eq "$path" "$outdir/folded.txt"; then
 		ok "folded stacks have $path"
 	else

@@ -1,9 +1,12 @@
 #!/bin/bash
 # Build the demo's L2 guest, as DEMO_GUEST (demo/run.sh) says:
-#   stock  Debian's stock cloud kernel (demo/stock-kernel.sh) and
-#          demo/workload.c built the way distributions build programs:
-#          -O2, no frame pointers, linked against this machine's (Debian's)
-#          shared libc, which has none either
+#   stock  Debian's stock cloud kernel (demo/stock-kernel.sh) and three
+#          programs built the way distributions build programs: -O2, no
+#          frame pointers, position-independent, linked against this
+#          machine's (Debian's) shared libc, which has none either:
+#          demo/workload.c, and ping and pong (demo/pingpong.c); and, to
+#          record the guest's sideband, our perf and its libraries, and
+#          tools/guest-clock/clock-echo
 #   fp     our test kernel ($BZIMAGE, frame pointers, 9p) and the workload
 #          built static with frame pointers
 # Either way an initramfs with busybox and demo/guest-init.sh as /init, in
@@ -19,13 +22,21 @@ rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,share}
 case "$guest" in
 stock)
-	say "building the guest workload (-O2, no frame pointers, shared libc)"
-	gcc -O2 -g -fomit-frame-pointer -o "$dir/workload" "$TOP/demo/workload.c"
-	# The shared libraries at the paths the program asks for.
-	for lib in $(ldd "$dir/workload" | grep -o '/[^ ]*'); do
+	say "building the guest programs (-O2, no frame pointers, PIE, shared libc)"
+	cflags=(-O2 -g -fomit-frame-pointer -fPIE -pie)
+	gcc "${cflags[@]}" -o "$dir/workload" "$TOP/demo/workload.c"
+	gcc "${cflags[@]}" -DPLAYER=ping -o "$root/bin/ping" "$TOP/demo/pingpong.c"
+	gcc "${cflags[@]}" -DPLAYER=pong -o "$root/bin/pong" "$TOP/demo/pingpong.c"
+	gcc -O2 -o "$root/bin/clock-echo" "$TOP/tools/guest-clock/clock-echo.c"
+	[ -x "$PERF" ] || die "no perf at $PERF: run 'make perf'"
+	cp "$PERF" "$root/bin/perf"
+	# The shared libraries at the paths the programs ask for.
+	for lib in $(for f in "$dir/workload" "$root/bin/perf"; do ldd "$f"; done |
+		grep -o '/[^ ]*' | sort -u); do
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"
 	done
+	mkdir -p "$root/root"
 	;;
 fp)
 	say "building the guest workload (static, frame pointers)"
@@ -38,7 +49,7 @@ fp)
 esac
 
 cp /bin/busybox "$root/bin/busybox"
-for applet in sh mount mkdir cat cp echo sleep sync poweroff uname ls tar basename; do
+for applet in sh mount mkdir cat cp echo sleep sync poweroff uname ls tar basename kill grep; do
 	ln -s busybox "$root/bin/$applet"
 done
 cp "$dir/workload" "$root/bin/workload"

@@ -1,50 +1,88 @@
 #!/bin/sh
 # /init of the demo's L2 guest (a busybox initramfs, see demo/guest-image.sh).
-# Starts the workload, hands the host what it needs to symbolise the
-# guest's frames, and powers off when the workload is done.
 #   kernel command line: ... -- SECONDS
-# The host gets proc/kallsyms, proc/modules, sys/kernel/notes (the kernel's
-# build-id), release and workload.maps (the workload's /proc/PID/maps), as
-# perf kvm --guestmount and --guestmaps read them: over 9p when the kernel
-# has it (our test kernel), else as a tar stream over the virtio console
-# port org.perf.guestroot (Debian's stock kernel has no 9p).
-export PATH=/bin:/sbin
+# With 9p (our test kernel, the fp guest): runs the workload for SECONDS and
+# shares proc/kallsyms, proc/modules, sys/kernel/notes, release, bin/workload
+# and workload.maps (its /proc/PID/maps), as perf kvm --guestmount and
+# --guestmaps read them, then powers off when the workload is done.
+# With virtio console ports instead (Debian's stock kernel has no 9p):
+#   - starts perf record of the guest's sideband (dummy event, context
+#     switches, -k CLOCK_MONOTONIC, build ids of every mapped file), then
+#     the programs: workload, and ping, which starts pong;
+#   - sends proc/kallsyms, proc/modules, sys/kernel/notes and release as a
+#     tar stream on port org.perf.guestroot;
+#   - answers the host's clock readings on port org.perf.clock (clock-echo)
+#     until the host says it is done;
+#   - stops perf and sends its perf.data (tmp/guest.data) and build-id
+#     cache (root/.debug) as a tar stream on port org.perf.guestdata, then
+#     powers off.
+export PATH=/bin:/sbin HOME=/root
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 seconds=${1:-10}
-echo "guest: $(uname -r), running the workload for ${seconds}s"
-/bin/workload "$seconds" &
-pid=$!
-sleep 0.2
+echo "guest: $(uname -r), running the programs for ${seconds}s"
 
-# collect DIR: what the host needs, under DIR, the workload's maps last.
+# The virtio console port of that name, if there is one.
+port() {
+	for p in /sys/class/virtio-ports/*; do
+		[ "$(cat "$p/name" 2>/dev/null)" = "$1" ] && echo "/dev/$(basename "$p")"
+	done
+}
+
+# collect DIR: what the host needs, under DIR.
 collect() {
 	mkdir -p "$1/proc" "$1/sys/kernel" "$1/bin"
 	cat /proc/kallsyms >"$1/proc/kallsyms"
 	cat /proc/modules >"$1/proc/modules" 2>/dev/null || : >"$1/proc/modules"
 	cat /sys/kernel/notes >"$1/sys/kernel/notes" 2>/dev/null
 	uname -r >"$1/release"
-	cat /proc/$pid/maps >"$1/workload.maps.tmp" && mv "$1/workload.maps.tmp" "$1/workload.maps"
 }
 
-port=
-for p in /sys/class/virtio-ports/*; do
-	[ "$(cat "$p/name" 2>/dev/null)" = org.perf.guestroot ] && port=/dev/$(basename "$p")
-done
+finish() {
+	echo "guest: done"
+	sync
+	poweroff -f
+}
+
 mkdir -p /share
 if mount -t 9p -o trans=virtio,version=9p2000.L share /share 2>/dev/null; then
 	# The share is the guest's root as perf kvm --guestmount reads it.
+	/bin/workload "$seconds" &
+	pid=$!
+	sleep 0.2
 	mkdir -p /share/bin
 	cat /bin/workload >/share/bin/workload
 	collect /share
-elif [ -n "$port" ]; then
-	collect /tmp/guestroot
-	(cd /tmp/guestroot && tar c .) >"$port" && echo "guest: guest root sent"
-else
-	echo "guest: no shared directory or port: the host gets no symbols"
+	cat /proc/$pid/maps >/share/workload.maps.tmp && mv /share/workload.maps.tmp /share/workload.maps
+	wait $pid
+	finish
 fi
-wait $pid
-echo "guest: done"
-sync
-poweroff -f
+
+root_port=$(port org.perf.guestroot)
+clock_port=$(port org.perf.clock)
+data_port=$(port org.perf.guestdata)
+if [ -z "$root_port" ] || [ -z "$clock_port" ] || [ -z "$data_port" ]; then
+	echo "guest: no shared directory or ports: the host gets no symbols"
+	/bin/workload "$seconds"
+	finish
+fi
+
+perf record -q -a -e dummy --switch-events --sample-identifier --buildid-all \
+	-k CLOCK_MONOTONIC -o /tmp/guest.data 2>/tmp/perf-record.log &
+perf=$!
+sleep 1
+/bin/workload "$seconds" >/dev/null &
+/bin/ping "$seconds" >/dev/null &
+clock-echo "$clock_port" &
+echo=$!
+sleep 0.2
+collect /tmp/guestroot
+(cd /tmp/guestroot && tar c .) >"$root_port" && echo "guest: guest root sent"
+
+wait $echo
+kill -INT $perf
+wait $perf
+echo "guest: perf record: $(cat /tmp/perf-record.log)"
+(cd / && tar c tmp/guest.data root/.debug) >"$data_port" && echo "guest: guest data sent"
+finish

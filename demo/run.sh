@@ -48,9 +48,12 @@ L1_SMP=${L1_SMP:-1} stage demo/record bash "$TOP/scripts/l1-run.sh" -t 900 -n "$
 	die "recording the guest in L1 failed: see the messages above and $OUT/l1/$name/console.log"
 
 results=$OUT/l1/$name
-rm -rf "$outdir/guest" "$outdir/guestmount"
+rm -rf "$outdir/guest" "$outdir/guestmount" "$outdir/guest-data" "$outdir/guest-clock"
 cp -a "$results/perf.data" "$results/guest" "$results/guestmount" "$results/guest-console.log" \
-	"$results/demo-guest" "$outdir/"
+	"$results/demo-guest" "$results/guest-qemu.pid" "$outdir/"
+if [ "$guest" = stock ]; then
+	cp -a "$results/guest-data" "$results/guest-clock" "$outdir/"
+fi
 cp "$results/console.log" "$outdir/l1-console.log"
 stage demo/report bash "$TOP/demo/report.sh" "$outdir"
 say "done in $(($(date +%s) - t0))s; open $outdir/flamegraph.html in a browser"

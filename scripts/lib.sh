@@ -49,9 +49,11 @@ as_root() {
 perf_make() {
 	local tree=$1 obj=$2
 	shift 2
+	# NO_LIBLLVM: perf disassembles with objdump then; the demo's guest
+	# carries this perf and its libraries, and LLVM's are 160 MB.
 	make -s -C "$tree/tools/perf" O="$obj" -j"$(nproc)" CC="ccache gcc" \
 		NO_LIBPERL=1 NO_LIBBABELTRACE=1 NO_LIBUNWIND=1 NO_SDT=1 NO_JVMTI=1 \
-		NO_LIBPFM4=1 BUILD_BPF_SKEL=0 PYTHON=/usr/bin/python3 "$@"
+		NO_LIBPFM4=1 NO_LIBLLVM=1 BUILD_BPF_SKEL=0 PYTHON=/usr/bin/python3 "$@"
 }
 
 # make KVM selftests from the kernel tree $1 into $2, against our kernel's
