@@ -9,12 +9,16 @@
 #   make export   write the commits of build/linux back into patches/
 #   make bench    in-kernel vs userspace guest call-chain sampling, side by
 #                 side inside L1 (about 11 min): build/bench-out/results.md, overhead.png
+#   make bochs    every guest_callchain_test sub-test on Intel VMX, our
+#                 kernel under Bochs (about 5 min; make check runs a part)
+#   make demo-soak RUNS=10 HOG=0   the short demo RUNS times in a row, checked,
+#                 with what each recording lost (HOG=N: stress-ng --cpu N beside)
 #   make l1 RUN='command'   run a command inside L1, with the log check
 #   make clean    remove build/ (keeps the ccache)
 
 S := scripts
 
-.PHONY: all check build deps tree export kernel perf selftests bench demo demo-deps l1 clean distclean
+.PHONY: all check build deps tree export kernel perf selftests bench demo demo-deps demo-soak bochs l1 clean distclean
 
 all: build
 
@@ -49,6 +53,12 @@ demo-deps: deps
 
 demo: demo-deps kernel perf
 	@bash demo/run.sh $(DEMO_OUT)
+
+bochs: build
+	@bash -c '. $(S)/lib.sh; stage bochs bash tests/bochs/vmx-test.sh --all'
+
+demo-soak: demo-deps kernel perf
+	@bash demo/soak.sh $(RUNS) $(HOG)
 
 l1:
 	@test -n "$(RUN)" || { echo "usage: make l1 RUN='command'"; exit 2; }

@@ -38,6 +38,34 @@ expect "bad DEMO_SECONDS" nonzero "DEMO_SECONDS must be" \
 	env DEMO_SECONDS=soon bash "$TOP/demo/run.sh" "$tmp/out"
 expect "bad DEMO_GUEST" nonzero "DEMO_GUEST must be stock or fp" \
 	env DEMO_GUEST=windows bash "$TOP/demo/run.sh" "$tmp/out"
+expect "bad DEMO_RATE" nonzero "DEMO_RATE must be a whole number from 10 to 4000, not 'fast'" \
+	env DEMO_RATE=fast bash "$TOP/demo/run.sh" "$tmp/out"
+expect "bad DEMO_ATTEMPTS" nonzero "DEMO_ATTEMPTS must be a whole number from 1 to 9, not 0" \
+	env DEMO_ATTEMPTS=0 bash "$TOP/demo/run.sh" "$tmp/out"
+
+# In an L1 whose kvm_amd never starts (its init call is blacklisted): no
+# /dev/kvm.  The knob missing, as on a kernel
+# without the series, is made up with DEMO_KNOB: L1 runs our kernel.
+# shellcheck disable=SC2016
+# (One line: l1-run.sh's command file is read by sh, which has no $'\n'.)
+L1_APPEND=initcall_blacklist=svm_init bash "$TOP/scripts/l1-run.sh" -t 300 -n demo-bad-use sh -c \
+	'DEMO_KNOB=/sys/module/kvm/parameters/no_such_knob bash "$0" "$L1_RESULTS" 5 >"$L1_RESULTS/knob.out" 2>&1; echo $? >"$L1_RESULTS/knob.rc"; bash "$0" "$L1_RESULTS" 5 >"$L1_RESULTS/kvm.out" 2>&1; echo $? >"$L1_RESULTS/kvm.rc"' \
+	"$TOP/demo/in-l1.sh" >"$tmp/l1.out" 2>&1 ||
+	{ echo "FAILED: L1 without KVM:"; tail -n 20 "$tmp/l1.out" | sed 's/^/    | /'; fail=1; }
+res=$OUT/l1/demo-bad-use
+expect "knob missing" nonzero "enable_guest_callchains is missing|no_such_knob is missing" \
+	sh -c 'cat "$0/knob.out"; exit "$(cat "$0/knob.rc")"' "$res"
+expect "no KVM in L1" nonzero "no /dev/kvm" \
+	sh -c 'cat "$0/kvm.out"; exit "$(cat "$0/kvm.rc")"' "$res"
+
+# The cases below reuse the demo's recording: only a good one tells
+# anything (enough samples, little lost, the sideband whole).
+if ! bash "$TOP/demo/recording-check.sh" "$demo" >"$tmp/recording" 2>&1; then
+	sed 's/^/    | /' "$tmp/recording"
+	echo "FAILED: the demo's recording in $demo is not a good one (above): the cases that reuse it are not run"
+	exit 1
+fi
+echo "ok: the demo's recording is a good one: $(grep -m1 'lost' "$tmp/recording" | sed 's/^ok: //')"
 
 # Missing symbols: the guest shared nothing.
 mkdir "$tmp/nosyms"
@@ -155,18 +183,4 @@ if [ -d "$demo/guest-data" ]; then
 	fi
 fi
 
-# In an L1 whose kvm_amd never starts (its init call is blacklisted): no
-# /dev/kvm.  The knob missing, as on a kernel
-# without the series, is made up with DEMO_KNOB: L1 runs our kernel.
-# shellcheck disable=SC2016
-# (One line: l1-run.sh's command file is read by sh, which has no $'\n'.)
-L1_APPEND=initcall_blacklist=svm_init bash "$TOP/scripts/l1-run.sh" -t 300 -n demo-bad-use sh -c \
-	'DEMO_KNOB=/sys/module/kvm/parameters/no_such_knob bash "$0" "$L1_RESULTS" 5 >"$L1_RESULTS/knob.out" 2>&1; echo $? >"$L1_RESULTS/knob.rc"; bash "$0" "$L1_RESULTS" 5 >"$L1_RESULTS/kvm.out" 2>&1; echo $? >"$L1_RESULTS/kvm.rc"' \
-	"$TOP/demo/in-l1.sh" >"$tmp/l1.out" 2>&1 ||
-	{ echo "FAILED: L1 without KVM:"; tail -n 20 "$tmp/l1.out" | sed 's/^/    | /'; fail=1; }
-res=$OUT/l1/demo-bad-use
-expect "knob missing" nonzero "enable_guest_callchains is missing|no_such_knob is missing" \
-	sh -c 'cat "$0/knob.out"; exit "$(cat "$0/knob.rc")"' "$res"
-expect "no KVM in L1" nonzero "no /dev/kvm" \
-	sh -c 'cat "$0/kvm.out"; exit "$(cat "$0/kvm.rc")"' "$res"
 exit $fail

@@ -8,12 +8,13 @@
 # With virtio console ports instead (Debian's stock kernel has no 9p):
 #   - starts perf record of the guest's sideband (dummy event, context
 #     switches, -k CLOCK_MONOTONIC, build ids of every mapped file), then
-#     the programs: workload, and ping, which starts pong;
+#     the programs: workload, and ping, which starts pong, for at most
+#     SECONDS: they are stopped once the host is done;
 #   - sends proc/kallsyms, proc/modules, sys/kernel/notes and release as a
 #     tar stream on port org.perf.guestroot;
 #   - answers the host's clock readings on port org.perf.clock (clock-echo)
 #     until the host says it is done;
-#   - stops perf and sends its perf.data (tmp/guest.data) and build-id
+#   - stops the programs and perf and sends its perf.data (tmp/guest.data) and build-id
 #     cache (root/.debug) as a tar stream on port org.perf.guestdata, then
 #     powers off.
 export PATH=/bin:/sbin HOME=/root
@@ -37,6 +38,15 @@ collect() {
 	cat /proc/modules >"$1/proc/modules" 2>/dev/null || : >"$1/proc/modules"
 	cat /sys/kernel/notes >"$1/sys/kernel/notes" 2>/dev/null
 	uname -r >"$1/release"
+}
+
+# The demo's programs (ping starts pong): the host is done recording.
+stop_programs() {
+	for p in /proc/[0-9]*; do
+		case "$(cat "$p/comm" 2>/dev/null)" in
+		workload | ping | pong) kill "${p#/proc/}" 2>/dev/null ;;
+		esac
+	done
 }
 
 finish() {
@@ -68,8 +78,9 @@ if [ -z "$root_port" ] || [ -z "$clock_port" ] || [ -z "$data_port" ]; then
 	finish
 fi
 
+# A 4 MiB ring: the guest's perf may wait for the CPU behind the programs.
 perf record -q -a -e dummy --switch-events --sample-identifier --buildid-all \
-	-k CLOCK_MONOTONIC -o /tmp/guest.data 2>/tmp/perf-record.log &
+	-k CLOCK_MONOTONIC -m 4M -o /tmp/guest.data 2>/tmp/perf-record.log &
 perf=$!
 sleep 1
 /bin/workload "$seconds" >/dev/null &
@@ -80,7 +91,10 @@ sleep 0.2
 collect /tmp/guestroot
 (cd /tmp/guestroot && tar c .) >"$root_port" && echo "guest: guest root sent"
 
+# The programs run until the host is done: it has recorded and read our
+# clock again, however long that took on a busy machine.
 wait $echo
+stop_programs
 kill -INT $perf
 wait $perf
 echo "guest: perf record: $(cat /tmp/perf-record.log)"

@@ -11,16 +11,31 @@
 #                        frame pointers, recorded with --call-graph dwarf
 #                        (the default)
 #   DEMO_GUEST=fp        our frame-pointer kernel and program, recorded -g
+#   DEMO_RATE=N          samples a second (default 250)
+#   DEMO_MAX_LOST_PERCENT=P  a recording that lost more than P% (default 1)
+#                        of its samples, or any event of the guest's
+#                        sideband, is made again (at half the rate after
+#                        lost samples), up to DEMO_ATTEMPTS times (3)
+#   DEMO_BOOT_SECONDS=N  how long the guest may take to boot (default 300)
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
 [ $# -le 1 ] || die "usage: $0 [OUTDIR]"
 outdir=${1:-$BUILD/demo-out}
+# whole NAME VALUE MIN MAX: VALUE is a whole number from MIN to MAX.
+whole() {
+	case "$2" in
+	'' | *[!0-9]*) die "$1 must be a whole number from $3 to $4, not '$2'" ;;
+	esac
+	[ "$2" -ge "$3" ] && [ "$2" -le "$4" ] || die "$1 must be a whole number from $3 to $4, not $2"
+}
 seconds=${DEMO_SECONDS:-20}
-case "$seconds" in
-'' | *[!0-9]*) die "DEMO_SECONDS must be a number of seconds, not '$seconds'" ;;
-esac
-[ "$seconds" -ge 1 ] && [ "$seconds" -le 600 ] || die "DEMO_SECONDS must be 1 to 600, not $seconds"
+whole DEMO_SECONDS "$seconds" 1 600
+attempts=${DEMO_ATTEMPTS:-3}
+whole DEMO_ATTEMPTS "$attempts" 1 9
+whole DEMO_RATE "${DEMO_RATE:-250}" 10 4000
+whole DEMO_BOOT_SECONDS "${DEMO_BOOT_SECONDS:-300}" 30 3600
+whole DEMO_MAX_LOST_PERCENT "${DEMO_MAX_LOST_PERCENT:-1}" 0 100
 guest=${DEMO_GUEST:-stock}
 case "$guest" in
 stock | fp) ;;
@@ -39,21 +54,29 @@ t0=$(date +%s)
 stage demo/guest-image bash "$TOP/demo/guest-image.sh"
 
 name=demo-$(printf '%s' "$outdir" | md5sum | cut -c1-8)
-say "booting L1 (TCG); it starts the L2 guest with KVM and records it for ${seconds}s"
+results=$OUT/l1/$name
+# Time limits that fit a slow machine: each attempt (demo/in-l1.sh) may
+# take the guest's boot (DEMO_BOOT_SECONDS, 300), the recording and its
+# margin (120), fetching the guest's data (180); L1's own boot on top.
+limit=$((120 + attempts * (${DEMO_BOOT_SECONDS:-300} + seconds + 120 + 180 + 30)))
+say "booting L1 (TCG); it starts the L2 guest with KVM and records it for ${seconds}s (at most ${limit}s in all)"
 # One L1 CPU: the guest's vCPU is then never kicked out of the guest by
 # IPIs from another L1 CPU, which TCG's nested SVM does not always survive.
+# L1 has none of our environment: the settings go on its command line.
 # shellcheck disable=SC2016
-L1_SMP=${L1_SMP:-1} stage demo/record bash "$TOP/scripts/l1-run.sh" -t 900 -n "$name" \
-	sh -c 'DEMO_GUEST=$2 exec bash "$0" "$L1_RESULTS" "$1"' "$TOP/demo/in-l1.sh" "$seconds" "$guest" ||
-	die "recording the guest in L1 failed: see the messages above and $OUT/l1/$name/console.log"
-
-results=$OUT/l1/$name
+L1_SMP=${L1_SMP:-1} stage demo/record bash "$TOP/scripts/l1-run.sh" -t "$limit" -n "$name" \
+	sh -c 'seconds=$1; shift; exec env "$@" "$L1_RESULTS" "$seconds"' sh "$seconds" \
+	DEMO_GUEST="$guest" DEMO_ATTEMPTS="$attempts" DEMO_RATE="${DEMO_RATE:-250}" \
+	DEMO_MAX_LOST_PERCENT="${DEMO_MAX_LOST_PERCENT:-1}" DEMO_BOOT_SECONDS="${DEMO_BOOT_SECONDS:-300}" \
+	DEMO_SHOWN_OUTDIR="$results" bash "$TOP/demo/in-l1.sh" ||
+	die "stage demo/record failed: see the messages above, $results/output.log (what ran in L1), $results/guest-console.log (the guest) and $results/console.log (L1's kernel)"
 rm -rf "$outdir/guest" "$outdir/guestmount" "$outdir/guest-data" "$outdir/guest-clock"
 cp -a "$results/perf.data" "$results/guest" "$results/guestmount" "$results/guest-console.log" \
-	"$results/demo-guest" "$results/guest-qemu.pid" "$outdir/"
+	"$results/demo-guest" "$results/guest-qemu.pid" "$results/recording.txt" "$results/perf-record.log" "$outdir/"
 if [ "$guest" = stock ]; then
 	cp -a "$results/guest-data" "$results/guest-clock" "$outdir/"
 fi
 cp "$results/console.log" "$outdir/l1-console.log"
-stage demo/report bash "$TOP/demo/report.sh" "$outdir"
+stage demo/report bash "$TOP/demo/report.sh" "$outdir" ||
+	die "stage demo/report failed: see the messages above and the logs in $outdir (perf-inject.log, perf-kvm-script.err, render.log)"
 say "done in $(($(date +%s) - t0))s; open $outdir/flamegraph.html in a browser"

@@ -6,7 +6,7 @@
 #   perf, selftests) -> arm64 build of the touched directories -> every
 #   patch builds on its own -> harness tests (log check, injected WARN in
 #   L1, contributor workflow) -> perf's ORC test on Debian's stock kernel
-#   image -> the L1 suite (KVM selftests, perf test) ->
+#   image -> guest_callchain_test on Intel VMX under Bochs -> the L1 suite (KVM selftests, perf test) ->
 #   a smoke run of the benchmark -> the short demo and its bad uses
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -153,6 +153,8 @@ tested build/arm64 bash "$TOP/scripts/build-arm64.sh"
 tested build/bisect bash "$TOP/scripts/bisect-build.sh"
 stage harness harness
 tested perf/orc-stock-kernel orc_stock_kernel
+# KVM's Intel code: guest_callchain_test under Bochs' emulated VMX.
+tested intel/vmx bash "$TOP/tests/bochs/vmx-test.sh"
 stage l1-suite l1suite
 tested bench/smoke bash "$TOP/bench/run.sh" --smoke
 

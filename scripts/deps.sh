@@ -23,6 +23,9 @@ packages=(
 	qemu-system-x86 busybox-static
 	# make demo: the flame graph's picture in headless Chromium
 	chromium fonts-dejavu-core
+	# Intel VMX under Bochs (scripts/bochs-run.sh): the emulator, its
+	# BIOS, an isolinux ISO; 'script' (bsdutils) gives it a terminal
+	bochs bochsbios vgabios bochs-term isolinux syslinux-common xorriso bsdutils
 )
 
 missing=()

@@ -44,6 +44,17 @@ mkdir -p "$results"
 } >"$results/cmd"
 : >"$results/output.log"
 
+# L1's TSC is this machine's (TCG reads it).  L1 calibrates it against the
+# PIT, and on a busy machine that fails and the HPET fallback can be off by
+# more than KVM's 250 ppm tolerance: QEMU in L1 then asks KVM for the TSC
+# rate L1 refined later, which KVM can't give without TSC scaling ("user
+# requested TSC rate below hardware speed"), and the L2 guest's timers
+# stall (soft lockups, a guest that never gets to its programs).  Give
+# L1 this machine's TSC rate.
+tsc_append=
+tsc_khz=$(host_tsc_khz)
+[ -z "$tsc_khz" ] || tsc_append="tsc_early_khz=$tsc_khz"
+
 say "booting L1 for '$*' (log: $results/console.log)"
 start=$(date +%s)
 qemu_rc=0
@@ -51,7 +62,7 @@ timeout --foreground -k 10 "$timeout" qemu-system-x86_64 \
 	-accel tcg,thread=single -cpu max -smp "${L1_SMP:-2}" -m 6G \
 	-display none -monitor none -nic none -no-reboot \
 	-kernel "$kernel" \
-	-append "console=ttyS0 loglevel=7 log_buf_len=8M panic=-1 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$TOP/scripts/l1-init.sh rcupdate.rcu_cpu_stall_timeout=60 ${L1_APPEND:-}" \
+	-append "console=ttyS0 loglevel=7 log_buf_len=8M panic=-1 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$TOP/scripts/l1-init.sh rcupdate.rcu_cpu_stall_timeout=60 $tsc_append ${L1_APPEND:-}" \
 	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 	-fsdev local,id=results,path="$results",security_model=none,multidevs=remap \

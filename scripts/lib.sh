@@ -67,6 +67,20 @@ selftests_make() {
 		EXTRA_CFLAGS="-fno-omit-frame-pointer" "$@"
 }
 
+# This machine's TSC rate in kHz, as its kernel measured it (empty when
+# it doesn't say): L1 runs on it (scripts/l1-run.sh).
+host_tsc_khz() {
+	local mhz
+	mhz=$({ dmesg 2>/dev/null || true; } |
+		sed -n -e 's/.*Refined TSC clocksource calibration: \([0-9]*\.[0-9]*\) MHz.*/\1/p' \
+			-e 's/.*tsc: Detected \([0-9]*\.[0-9]*\) MHz processor.*/\1/p' | tail -n 1)
+	if [ -z "$mhz" ] && grep -qw tsc_known_freq /proc/cpuinfo; then
+		mhz=$(sed -n 's/^cpu MHz[[:space:]]*: \([0-9]*\.[0-9]*\)$/\1/p' /proc/cpuinfo | head -n 1)
+	fi
+	[ -n "$mhz" ] || return 0
+	awk -v m="$mhz" 'BEGIN { printf "%d\n", m * 1000 + 0.5 }'
+}
+
 # Run one named stage and print how long it took.
 stage() {
 	local name=$1 start rc=0
