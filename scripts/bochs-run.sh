@@ -23,16 +23,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-timeout=600 name=run
-while getopts t:n: opt; do
-	case $opt in
-	t) timeout=$OPTARG ;;
-	n) name=$OPTARG ;;
-	*) die "usage: $0 [-t SECONDS] [-n NAME] COMMAND [ARG...]" ;;
-	esac
-done
-shift $((OPTIND - 1))
-[ $# -gt 0 ] || die "usage: $0 [-t SECONDS] [-n NAME] COMMAND [ARG...]"
+run_options 600 "$@"
 [ -f "$BZIMAGE" ] || die "no kernel at $BZIMAGE: run 'make build' first"
 command -v bochs-bin >/dev/null && command -v xorriso >/dev/null ||
 	die "bochs or xorriso missing: run 'make deps'"
@@ -58,12 +49,7 @@ for lib in $(find "$SELFTESTS" -type f -perm -u+x -exec ldd {} \; 2>/dev/null |
 	cp -L "$lib" "$root$lib"
 done
 install -m 0755 "$TOP/scripts/bochs-init.sh" "$root/init"
-{
-	printf 'cd %q || exit 125\n' "$SELFTESTS"
-	printf 'exec'
-	printf ' %q' "$@"
-	printf '\n'
-} >"$root/cmd"
+command_script "$SELFTESTS" >"$root/cmd"
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) | gzip -1 >"$img/iso/initrd.gz"
 
 cp "$BZIMAGE" "$img/iso/bzImage"
@@ -102,7 +88,7 @@ echo c >"$img/debugger.rc"
 : >"$results/console.log"
 : >"$results/output.log"
 
-say "booting $BZIMAGE under Bochs (Intel VMX) for '$*' (log: $results/console.log)"
+say "booting $BZIMAGE under Bochs (Intel VMX) for '${command[*]}' (log: $results/console.log)"
 start=$(date +%s)
 # Debian's Bochs has no display-less library: 'term' under a pseudo
 # terminal.  It ignores SIGTERM: it is killed by its pid.

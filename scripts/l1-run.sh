@@ -19,16 +19,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-timeout=1200 name=run
-while getopts t:n: opt; do
-	case $opt in
-	t) timeout=$OPTARG ;;
-	n) name=$OPTARG ;;
-	*) die "usage: $0 [-t SECONDS] [-n NAME] COMMAND [ARG...]" ;;
-	esac
-done
-shift $((OPTIND - 1))
-[ $# -gt 0 ] || die "usage: $0 [-t SECONDS] [-n NAME] COMMAND [ARG...]"
+run_options 1200 "$@"
 kernel=${L1_KERNEL:-$BZIMAGE}
 [ -f "$kernel" ] || die "no kernel at $kernel: run 'make build' first"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run 'make deps'"
@@ -36,12 +27,7 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run
 results=$OUT/l1/$name
 rm -rf "$results"
 mkdir -p "$results"
-{
-	printf 'cd %q || exit 125\n' "$PWD"
-	printf 'exec'
-	printf ' %q' "$@"
-	printf '\n'
-} >"$results/cmd"
+command_script "$PWD" >"$results/cmd"
 : >"$results/output.log"
 
 # L1's TSC is this machine's (TCG reads it).  L1 calibrates it against the
@@ -55,7 +41,7 @@ tsc_append=
 tsc_khz=$(host_tsc_khz)
 [ -z "$tsc_khz" ] || tsc_append="tsc_early_khz=$tsc_khz"
 
-say "booting L1 for '$*' (log: $results/console.log)"
+say "booting L1 for '${command[*]}' (log: $results/console.log)"
 start=$(date +%s)
 qemu_rc=0
 timeout --foreground -k 10 "$timeout" qemu-system-x86_64 \

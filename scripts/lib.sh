@@ -81,6 +81,35 @@ host_tsc_khz() {
 	awk -v m="$mhz" 'BEGIN { printf "%d\n", m * 1000 + 0.5 }'
 }
 
+# The options of the scripts that run a command on our kernel in a
+# machine of its own (scripts/l1-run.sh, scripts/bochs-run.sh):
+#   run_options DEFAULT_SECONDS "$@"
+# reads [-t SECONDS] [-n NAME] COMMAND [ARG...] into timeout, name and
+# the array command.
+run_options() {
+	local OPTIND opt usage="usage: $0 [-t SECONDS] [-n NAME] COMMAND [ARG...]"
+	timeout=$1 name=run
+	shift
+	while getopts t:n: opt; do
+		case $opt in
+		t) timeout=$OPTARG ;;
+		n) name=$OPTARG ;;
+		*) die "$usage" ;;
+		esac
+	done
+	shift $((OPTIND - 1))
+	[ $# -gt 0 ] || die "$usage"
+	command=("$@")
+}
+
+# command_script DIR: a sh script that runs the array command in DIR.
+command_script() {
+	printf 'cd %q || exit 125\n' "$1"
+	printf 'exec'
+	printf ' %q' "${command[@]}"
+	printf '\n'
+}
+
 # Run one named stage and print how long it took.
 stage() {
 	local name=$1 start rc=0
