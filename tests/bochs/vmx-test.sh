@@ -16,9 +16,11 @@ set -euo pipefail
 # One of each kind (a name runs every sub-test whose name contains it):
 # the compiled path, 64-bit kernel and user stacks, a CR3 switch without
 # exits (CR3 read live from the VMCS), compat and 32-bit PAE user code,
-# real mode (no chain), stack windows, BPF, the race; about 150 s here.
+# real mode (no chain), stack windows, BPF, no guest state in the softirqs
+# after VMX's handle_exit_irqoff(), the race; about 165 s here.
 subtests=(c_path_max_stack_3 long64_4k long64_user_supervisor_pte long64_cr3_switch compat_user
-	prot32_pae_user real_mode window_long64_user_supervisor_page window_compat_user bpf_stack_map race)
+	prot32_pae_user real_mode window_long64_user_supervisor_page window_compat_user bpf_stack_map
+	softirq race)
 run="x86_64/guest_callchain_test -i -p 1000000"
 check_vmx='grep -qw vmx /proc/cpuinfo && [ "$(cat /sys/module/kvm_intel/parameters/ept)" = Y ] || { echo "no kvm_intel with EPT"; exit 1; }; echo "kvm_intel: ept=$(cat /sys/module/kvm_intel/parameters/ept) unrestricted_guest=$(cat /sys/module/kvm_intel/parameters/unrestricted_guest) vpid=$(cat /sys/module/kvm_intel/parameters/vpid)"'
 if [ "${1:-}" = --all ]; then
