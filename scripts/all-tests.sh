@@ -7,6 +7,7 @@
 #   patch builds on its own -> harness tests (log check, injected WARN in
 #   L1, contributor workflow) -> perf's ORC test on Debian's stock kernel
 #   image -> guest_callchain_test on Intel VMX under Bochs -> the L1 suite (KVM selftests, perf test) ->
+#   the VMs' opt-in in an L1 under lockdown=integrity ->
 #   a smoke run of the benchmark -> the short demo and its bad uses
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -156,6 +157,10 @@ tested perf/orc-stock-kernel orc_stock_kernel
 # KVM's Intel code: guest_callchain_test under Bochs' emulated VMX.
 tested intel/vmx bash "$TOP/tests/bochs/vmx-test.sh"
 stage l1-suite l1suite
+# The VMs' opt-in in a kernel booted with lockdown=integrity (Debian's with
+# Secure Boot), through the administrator's kvm_guest_callchains too.
+tested l1/lockdown env L1_APPEND=lockdown=integrity \
+	bash "$TOP/scripts/l1-run.sh" -t 600 -n lockdown bash "$TOP/tests/l1/lockdown-test.sh"
 tested bench/smoke bash "$TOP/bench/run.sh" --smoke
 
 # The short demo: a real Linux guest recorded from L1, its flame graph drawn

@@ -11,6 +11,7 @@ KBUILD=${KBUILD:-$BUILD/kbuild}		# the kernel's O= directory
 BZIMAGE=${BZIMAGE:-$BUILD/bzImage}	# the test kernel, L1's and the demo guest's
 PERFBUILD=${PERFBUILD:-$BUILD/perf}	# perf's O= directory
 PERF=${PERF:-$PERFBUILD/perf}
+KVM_GUEST_CALLCHAINS_TOOL=$TREE/tools/kvm/kvm_guest_callchains/kvm_guest_callchains.py	# opts a running VM in
 SELFTESTS=${SELFTESTS:-$BUILD/selftests/kvm}
 BENCHBUILD=${BENCHBUILD:-$BUILD/bench}
 DEMOBUILD=${DEMOBUILD:-$BUILD/demo}
