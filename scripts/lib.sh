@@ -14,6 +14,7 @@ PERF=${PERF:-$PERFBUILD/perf}
 KVM_GUEST_CALLCHAINS_TOOL=$TREE/tools/kvm/kvm_guest_callchains/kvm_guest_callchains.py	# opts a running VM in
 SELFTESTS=${SELFTESTS:-$BUILD/selftests/kvm}
 BENCHBUILD=${BENCHBUILD:-$BUILD/bench}
+NMI_SAMPLER=${NMI_SAMPLER:-$BUILD/nmi-sampler/nmi_sampler.ko}	# tests/nmi-sampler, built with the kernel
 DEMOBUILD=${DEMOBUILD:-$BUILD/demo}
 # Debian's stock cloud kernel (demo/stock-kernel.sh): the demo guest's, and
 # the kernel image perf's ORC test reads
@@ -29,7 +30,8 @@ export CCACHE_DIR=${CCACHE_DIR:-$BUILD/ccache}
 KERNEL_REPORT='WARNING:|BUG:|kernel BUG at|Oops|Kernel panic|'
 KERNEL_REPORT+='KASAN:|UBSAN:|KFENCE:|possible recursive locking|'
 KERNEL_REPORT+='INFO: task .* blocked for more than|rcu: INFO:|self-detected stall|'
-KERNEL_REPORT+='detected stalls on CPUs|Unable to handle kernel|watchdog: BUG'
+KERNEL_REPORT+='detected stalls on CPUs|Unable to handle kernel|watchdog: BUG|'
+KERNEL_REPORT+='NMI received for unknown reason'
 
 say() { printf '[%s] %s\n' "$(basename "$0" .sh)" "$*"; }
 die() { printf '[%s] error: %s\n' "$(basename "$0" .sh)" "$*" >&2; exit 1; }

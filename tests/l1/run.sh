@@ -13,6 +13,8 @@ mkdir -p "$RESULTS/tests"
 
 echo "L1: $(uname -r), $(nproc) CPUs, kvm_amd nested paging: $(cat /sys/module/kvm_amd/parameters/npt 2>/dev/null || echo n/a)"
 [ -c /dev/kvm ] || echo "L1: WARNING: no /dev/kvm; KVM tests will skip"
+# NMIs where this bench has no PMU, for guest_callchain_test's c_path_nmi.
+insmod "$NMI_SAMPLER" || echo "L1: WARNING: insmod $NMI_SAMPLER failed; c_path_nmi will skip"
 
 run_one() {
 	local name=$1 start rc verdict

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * nmi_sampler: NMIs on a timer, for taking perf samples in NMI context on a
+ * machine without a PMU (QEMU's TCG, Bochs).
+ *
+ * On real hardware a PMI is an NMI: when it hits a running guest, KVM hands
+ * it to the host's handlers from its VM-exit path (KVM_HANDLING_NMI), and
+ * the guest call chain is taken there.  This bench has no PMU, and its
+ * software events sample from the hrtimer interrupt.  This module gives the
+ * test kernel NMIs that arrive the same way: an hrtimer on every CPU sends an
+ * NMI to the next online CPU (to itself on a machine with one CPU), and an
+ * NMI_LOCAL handler claims the NMIs it sent.  perf's nmi:nmi_handler
+ * tracepoint fires in NMI context after each handler, so a process sampling
+ * that tracepoint with call chains gets samples taken in NMI context, with
+ * the guest's chain when the NMI hit a vCPU in guest mode.
+ *
+ *   insmod nmi_sampler.ko
+ *   echo 500 > /sys/module/nmi_sampler/parameters/period_us   # start
+ *   echo 0 > /sys/module/nmi_sampler/parameters/period_us     # stop
+ *   cat /sys/module/nmi_sampler/parameters/{sent,handled}
+ *
+ * Test code for the project's harness, not part of the kernel series.
+ */
+#include <linux/cpu.h>
+#include <linux/hrtimer.h>
+#include <linux/module.h>
+#include <linux/percpu.h>
+#include <asm/apic.h>
+#include <asm/nmi.h>
+
+static DEFINE_PER_CPU(struct hrtimer, nmi_sampler_timer);
+/*
+ * Whether an NMI was sent to a CPU and not yet claimed.  A CPU gets no second
+ * NMI before it claimed the first: one that arrives while the first is still
+ * in the NMI entry code nests (emulators deliver NMIs that early), and the
+ * frame-pointer unwinder then warns about the host call chains of samples
+ * that cross both.
+ */
+static DEFINE_PER_CPU(atomic_t, nmi_sampler_pending);
+static DEFINE_MUTEX(nmi_sampler_lock);
+
+static unsigned int period_us;
+static atomic_long_t sent = ATOMIC_LONG_INIT(0);
+static atomic_long_t handled = ATOMIC_LONG_INIT(0);
+
+static enum hrtimer_restart nmi_sampler_tick(struct hrtimer *timer)
+{
+	unsigned int period = READ_ONCE(period_us);
+	int cpu = cpumask_next(smp_processor_id(), cpu_online_mask);
+
+	if (!period)
+		return HRTIMER_NORESTART;
+
+	if (cpu >= nr_cpu_ids)
+		cpu = cpumask_first(cpu_online_mask);
+	if (!atomic_cmpxchg(per_cpu_ptr(&nmi_sampler_pending, cpu), 0, 1)) {
+		if (cpu == smp_processor_id())
+			apic->send_IPI_self(NMI_VECTOR);
+		else
+			apic->send_IPI(cpu, NMI_VECTOR);
+		atomic_long_inc(&sent);
+	}
+
+	hrtimer_forward_now(timer, ns_to_ktime(period * NSEC_PER_USEC));
+	return HRTIMER_RESTART;
+}
+
+static int nmi_sampler_nmi(unsigned int type, struct pt_regs *regs)
+{
+	if (!atomic_cmpxchg(this_cpu_ptr(&nmi_sampler_pending), 1, 0))
+		return NMI_DONE;
+	atomic_long_inc(&handled);
+	return NMI_HANDLED;
+}
+
+static void nmi_sampler_start_on_cpu(void *unused)
+{
+	struct hrtimer *timer = this_cpu_ptr(&nmi_sampler_timer);
+
+	hrtimer_start(timer, ns_to_ktime(READ_ONCE(period_us) * NSEC_PER_USEC),
+		      HRTIMER_MODE_REL_PINNED_HARD);
+}
+
+static void nmi_sampler_stop(void)
+{
+	int cpu;
+
+	WRITE_ONCE(period_us, 0);
+	for_each_possible_cpu(cpu)
+		hrtimer_cancel(per_cpu_ptr(&nmi_sampler_timer, cpu));
+}
+
+static int period_us_set(const char *value, const struct kernel_param *kp)
+{
+	unsigned int period;
+	int ret;
+
+	ret = kstrtouint(value, 0, &period);
+	if (ret)
+		return ret;
+	if (period && period < 100)
+		return -EINVAL;
+
+	mutex_lock(&nmi_sampler_lock);
+	cpus_read_lock();
+	nmi_sampler_stop();
+	if (period) {
+		WRITE_ONCE(period_us, period);
+		on_each_cpu(nmi_sampler_start_on_cpu, NULL, 1);
+	}
+	cpus_read_unlock();
+	mutex_unlock(&nmi_sampler_lock);
+	return 0;
+}
+
+static const struct kernel_param_ops period_us_ops = {
+	.set = period_us_set,
+	.get = param_get_uint,
+};
+module_param_cb(period_us, &period_us_ops, &period_us, 0644);
+MODULE_PARM_DESC(period_us, "Microseconds between the NMIs each CPU sends; 0 (default) stops, at least 100");
+
+static int counter_get(char *buffer, const struct kernel_param *kp)
+{
+	return sysfs_emit(buffer, "%ld\n", atomic_long_read(kp->arg));
+}
+
+static const struct kernel_param_ops counter_ops = {
+	.get = counter_get,
+};
+module_param_cb(sent, &counter_ops, &sent, 0444);
+MODULE_PARM_DESC(sent, "NMIs sent");
+module_param_cb(handled, &counter_ops, &handled, 0444);
+MODULE_PARM_DESC(handled, "NMIs received and claimed");
+
+static int __init nmi_sampler_init(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		hrtimer_init(per_cpu_ptr(&nmi_sampler_timer, cpu), CLOCK_MONOTONIC,
+			     HRTIMER_MODE_REL_PINNED_HARD);
+	for_each_possible_cpu(cpu)
+		per_cpu_ptr(&nmi_sampler_timer, cpu)->function = nmi_sampler_tick;
+
+	return register_nmi_handler(NMI_LOCAL, nmi_sampler_nmi, 0, "nmi_sampler");
+}
+
+static void __exit nmi_sampler_exit(void)
+{
+	mutex_lock(&nmi_sampler_lock);
+	nmi_sampler_stop();
+	mutex_unlock(&nmi_sampler_lock);
+	/* Waits for handlers in flight (synchronize_rcu()). */
+	unregister_nmi_handler(NMI_LOCAL, "nmi_sampler");
+}
+
+module_init(nmi_sampler_init);
+module_exit(nmi_sampler_exit);
+MODULE_DESCRIPTION("NMIs on a timer, for perf samples in NMI context without a PMU");
+MODULE_LICENSE("GPL");
