@@ -23,6 +23,7 @@
  */
 #include <linux/cpu.h>
 #include <linux/hrtimer.h>
+#include <linux/irq_work.h>
 #include <linux/module.h>
 #include <linux/percpu.h>
 #include <asm/apic.h>
@@ -30,13 +31,19 @@
 
 static DEFINE_PER_CPU(struct hrtimer, nmi_sampler_timer);
 /*
- * Whether an NMI was sent to a CPU and not yet claimed.  A CPU gets no second
- * NMI before it claimed the first: one that arrives while the first is still
- * in the NMI entry code nests (emulators deliver NMIs that early), and the
- * frame-pointer unwinder then warns about the host call chains of samples
- * that cross both.
+ * Each CPU has at most one NMI of ours at a time, from the moment it is sent
+ * until the NMI has returned: SAMPLER_SENT, then SAMPLER_CLAIMED while the
+ * handler, the nmi:nmi_handler tracepoint and the sample it takes run, then
+ * SAMPLER_IDLE in an irq_work, which runs only after the NMI returned.  An
+ * NMI that arrives while another is being handled (after an IRET in the
+ * handler, e.g. of a page fault, or as emulators deliver them) nests, and
+ * the frame-pointer unwinder warns about the host call chain of a sample
+ * that crosses both.
  */
-static DEFINE_PER_CPU(atomic_t, nmi_sampler_pending);
+enum { SAMPLER_IDLE, SAMPLER_SENT, SAMPLER_CLAIMED };
+static DEFINE_PER_CPU(atomic_t, nmi_sampler_state);
+static DEFINE_PER_CPU(struct irq_work, nmi_sampler_done);
+
 static DEFINE_MUTEX(nmi_sampler_lock);
 
 static unsigned int period_us;
@@ -53,7 +60,8 @@ static enum hrtimer_restart nmi_sampler_tick(struct hrtimer *timer)
 
 	if (cpu >= nr_cpu_ids)
 		cpu = cpumask_first(cpu_online_mask);
-	if (!atomic_cmpxchg(per_cpu_ptr(&nmi_sampler_pending, cpu), 0, 1)) {
+	if (atomic_cmpxchg(per_cpu_ptr(&nmi_sampler_state, cpu), SAMPLER_IDLE,
+			   SAMPLER_SENT) == SAMPLER_IDLE) {
 		if (cpu == smp_processor_id())
 			apic->send_IPI_self(NMI_VECTOR);
 		else
@@ -67,10 +75,17 @@ static enum hrtimer_restart nmi_sampler_tick(struct hrtimer *timer)
 
 static int nmi_sampler_nmi(unsigned int type, struct pt_regs *regs)
 {
-	if (!atomic_cmpxchg(this_cpu_ptr(&nmi_sampler_pending), 1, 0))
+	if (atomic_cmpxchg(this_cpu_ptr(&nmi_sampler_state), SAMPLER_SENT,
+			   SAMPLER_CLAIMED) != SAMPLER_SENT)
 		return NMI_DONE;
+	irq_work_queue(this_cpu_ptr(&nmi_sampler_done));
 	atomic_long_inc(&handled);
 	return NMI_HANDLED;
+}
+
+static void nmi_sampler_idle(struct irq_work *work)
+{
+	atomic_set(this_cpu_ptr(&nmi_sampler_state), SAMPLER_IDLE);
 }
 
 static void nmi_sampler_start_on_cpu(void *unused)
@@ -140,19 +155,25 @@ static int __init nmi_sampler_init(void)
 	for_each_possible_cpu(cpu)
 		hrtimer_init(per_cpu_ptr(&nmi_sampler_timer, cpu), CLOCK_MONOTONIC,
 			     HRTIMER_MODE_REL_PINNED_HARD);
-	for_each_possible_cpu(cpu)
+	for_each_possible_cpu(cpu) {
 		per_cpu_ptr(&nmi_sampler_timer, cpu)->function = nmi_sampler_tick;
+		init_irq_work(per_cpu_ptr(&nmi_sampler_done, cpu), nmi_sampler_idle);
+	}
 
 	return register_nmi_handler(NMI_LOCAL, nmi_sampler_nmi, 0, "nmi_sampler");
 }
 
 static void __exit nmi_sampler_exit(void)
 {
+	int cpu;
+
 	mutex_lock(&nmi_sampler_lock);
 	nmi_sampler_stop();
 	mutex_unlock(&nmi_sampler_lock);
 	/* Waits for handlers in flight (synchronize_rcu()). */
 	unregister_nmi_handler(NMI_LOCAL, "nmi_sampler");
+	for_each_possible_cpu(cpu)
+		irq_work_sync(per_cpu_ptr(&nmi_sampler_done, cpu));
 }
 
 module_init(nmi_sampler_init);
