@@ -4,7 +4,8 @@
 # Results in $OUT/check: results.txt and a log per test.
 #   deps -> tree -> checkpatch + export round trip -> build (x86 kernel,
 #   perf, selftests) -> arm64 build of the touched directories -> every
-#   patch builds on its own -> harness tests (log check, injected WARN in
+#   patch builds on its own, perf also without libelf and without libdw
+#   (libunwind) -> their guest tests -> harness tests (log check, injected WARN in
 #   L1, contributor workflow) -> perf's ORC test on Debian's stock kernel
 #   image -> guest_callchain_test on Intel VMX under Bochs -> the L1 suite (KVM selftests, perf test) ->
 #   the VMs' opt-in in an L1 under lockdown=integrity ->
@@ -133,13 +134,40 @@ l1suite() {
 
 # perf's ORC unwinder on the tables of Debian's stock cloud kernel image,
 # the demo guest's kernel (demo/stock-kernel.sh), with a stack built from
-# them: an offline test, no L1 needed.
-orc_stock_kernel() {
+# them: an offline test, no L1 needed.  (A subshell: die ends the test.)
+orc_stock_kernel() (
 	[ -s "$STOCK_KERNEL/vmlinuz" ] || die "no $STOCK_KERNEL/vmlinuz: demo/deps.sh fetches it"
 	"$PERF" test -v --dso "$STOCK_KERNEL/vmlinuz" "ORC unwinding: kernel image" 2>&1 |
 		tee "$RESULTS/orc-stock-kernel.out"
 	grep -q 'ORC unwinding: kernel image.*: Ok$' "$RESULTS/orc-stock-kernel.out"
-}
+)
+
+# perf's other builds (lib.sh's PERF_VARIANTS) of the last patch, as
+# build/bisect left them: each is built as it says, and its guest tests
+# pass, the ones its libraries allow; libunwind's DWARF unwinder unwinds
+# guest user stacks, and only with the guest's own files.
+# (A subshell: die ends the test, not the run.)
+perf_variant() (
+	v=$1 perf=$BUILD/bisect-perf-$1/perf out=$RESULTS/perf-$1.out
+	[ -x "$perf" ] || die "no $perf: build/bisect builds it"
+	opts=$("$perf" version --build-options)
+	case $v in
+	noelf) want="libelf: \[ OFF" ;;
+	unwind) want="libunwind: \[ on" ;;
+	esac
+	echo "$opts" | grep -Eq "^ +$want" || { echo "$opts"; die "$perf is not built as $v says"; }
+	"$perf" test -v "Guest call chain" "Guest stack unwinding" "ORC unwinding" >"$out" 2>&1
+	[ "$v" != unwind ] || "$perf" test -v --dso "$STOCK_KERNEL/vmlinuz" \
+		"ORC unwinding: kernel image" >>"$out" 2>&1
+	grep -E '^ *[0-9.]+: .*: (Ok|FAILED!|Skip)' "$out"
+	! grep -q 'FAILED!' "$out" || return 1
+	grep -q 'Guest call chain: guest and host contexts *: Ok' "$out" || return 1
+	[ "$v" != unwind ] || {
+		grep -q 'Guest stack unwinding: DWARF CFI of guest user code *: Ok' "$out" &&
+			grep -q 'Guest stack unwinding: no host file of another build id *: Ok' "$out" &&
+			grep -q 'ORC unwinding: kernel image.*: Ok' "$out"
+	}
+)
 
 must deps bash "$TOP/scripts/deps.sh"
 # Only the demo needs these: without them its stages fail, the rest runs.
@@ -152,6 +180,9 @@ must build-perf bash "$TOP/scripts/build-perf.sh"
 must build-selftests bash "$TOP/scripts/build-selftests.sh"
 tested build/arm64 bash "$TOP/scripts/build-arm64.sh"
 tested build/bisect bash "$TOP/scripts/bisect-build.sh"
+for v in $PERF_VARIANTS; do
+	tested "perf/$v" perf_variant "$v"
+done
 stage harness harness
 tested perf/orc-stock-kernel orc_stock_kernel
 # KVM's Intel code: guest_callchain_test under Bochs' emulated VMX.

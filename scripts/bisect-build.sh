@@ -7,9 +7,12 @@
 #     and documentation;
 #   - the KVM selftest library and those of tests/l1/kvm-selftests that the
 #     commit has, when it touches tools/testing/selftests/kvm;
-#   - perf without Python scripting, when the commit touches perf's C or
-#     build files (BISECT_PERF=0 skips this): build-perf.sh builds and
-#     checks the whole of perf, Python included, at the last commit.
+#   - perf without Python scripting, and each of perf's other builds
+#     (lib.sh's PERF_VARIANTS: without libelf, without libdw), when the
+#     commit touches perf's C or build files (BISECT_PERF=0 skips this):
+#     build-perf.sh builds and checks the whole of perf, Python included,
+#     at the last commit; the other builds of the last commit are tested
+#     (all-tests.sh).
 # Each output directory is reused from commit to commit, so a commit costs
 # what it changes; ccache makes repeated runs cheap.
 set -euo pipefail
@@ -75,7 +78,16 @@ for commit in $(git -C "$TREE" rev-list --reverse base..series); do
 			tail -n 30 "$POBJ/build.log"
 			die "patch $n: perf does not build: $subject"
 		}
+		for v in $PERF_VARIANTS; do
+			mkdir -p "$POBJ-$v"
+			# shellcheck disable=SC2046
+			perf_make "$WT" "$POBJ-$v" NO_LIBPYTHON=1 $(perf_variant_args "$v") \
+				>"$POBJ-$v/build.log" 2>&1 || {
+				tail -n 30 "$POBJ-$v/build.log"
+				die "patch $n: perf does not build $v ($(perf_variant_args "$v")): $subject"
+			}
+		done
 		perf_builds=$((perf_builds + 1))
 	fi
 done
-say "all $n patches build on their own (built: the kernel directories at $kernel_builds, the KVM selftests at $selftest_builds, perf at $perf_builds)"
+say "all $n patches build on their own (built: the kernel directories at $kernel_builds, the KVM selftests at $selftest_builds, perf at $perf_builds, each time also as $PERF_VARIANTS)"

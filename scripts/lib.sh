@@ -59,6 +59,20 @@ perf_make() {
 		NO_LIBPFM4=1 NO_LIBLLVM=1 BUILD_BPF_SKEL=0 PYTHON=/usr/bin/python3 "$@"
 }
 
+# The other ways perf is built, each at every patch (bisect-build.sh), each
+# with its guest tests run (all-tests.sh): noelf, without libelf, as perf's
+# own tests/make make_no_libelf (no symbols from ELF files, no DWARF, no
+# ORC); unwind, without libdw, so that its DWARF unwinder is libunwind's,
+# as it is whenever libunwind is installed (Debian builds perf so).
+PERF_VARIANTS="noelf unwind"
+perf_variant_args() {
+	case $1 in
+	noelf) echo NO_LIBELF=1 ;;
+	unwind) echo NO_DWARF=1 NO_LIBUNWIND= ;;
+	*) die "no perf variant $1" ;;
+	esac
+}
+
 # make KVM selftests from the kernel tree $1 into $2, against our kernel's
 # headers, guest code with frame pointers; further arguments (the test
 # binaries, as paths under $2) go to make.
