@@ -115,6 +115,25 @@ for image in missing wrong; do
 	fi
 done
 
+# The stock guest's image given as the series' earlier versions took it,
+# with --guestvmlinux, which names symbols only: perf says which option
+# unwinds guest kernel stacks, and cuts them to their first frame.
+if [ "$(cat "$demo/demo-guest" 2>/dev/null)" = stock ]; then
+	"$PERF" kvm --guest --guestmount="$demo/guestmount" --guestvmlinux="$STOCK_KERNEL/vmlinuz" \
+		-i "$demo/perf.data" script >"$tmp/vmlinux-option.txt" 2>"$tmp/vmlinux-option.err"
+	deep=$(awk '/^[^\t]/ { n = 0; next } /^\tffff/ { if (++n == 2) deep++ } END { print deep + 0 }' \
+		"$tmp/vmlinux-option.txt")
+	samples=$(grep -c 'cpu-clock' "$tmp/vmlinux-option.txt")
+	if grep -q "with --guestimage" "$tmp/vmlinux-option.err" && [ "$deep" = 0 ] &&
+		[ "$samples" -gt 0 ]; then
+		echo "ok: kernel image given with --guestvmlinux: $samples samples, the option that unwinds named, chains cut"
+	else
+		echo "FAILED: kernel image given with --guestvmlinux: $samples samples, $deep with guest kernel frames beyond the first, or --guestimage not named"
+		sed 's/^/    | /' "$tmp/vmlinux-option.err" | head -n 10
+		fail=1
+	fi
+fi
+
 # A corrupt maps file: perf says so, and keeps every sample and the guest
 # kernel symbols.
 mkdir "$tmp/badmaps"

@@ -42,7 +42,7 @@ fi
 # Debian's stock kernel unwinds with ORC: its tables are in its vmlinuz.
 if [ "$(cat "$outdir/demo-guest" 2>/dev/null)" = stock ]; then
 	if [ -s "$STOCK_KERNEL/vmlinuz" ]; then
-		opts+=(--guestvmlinux="$STOCK_KERNEL/vmlinuz")
+		opts+=(--guestimage="$STOCK_KERNEL/vmlinuz")
 	else
 		warn "no guest kernel image ($STOCK_KERNEL/vmlinuz): guest kernel stacks are not unwound"
 	fi
