@@ -7,12 +7,16 @@
 #     and documentation;
 #   - the KVM selftest library and those of tests/l1/kvm-selftests that the
 #     commit has, when it touches tools/testing/selftests/kvm;
-#   - perf without Python scripting, and each of perf's other builds
-#     (lib.sh's PERF_VARIANTS: without libelf, without libdw), when the
-#     commit touches perf's C or build files (BISECT_PERF=0 skips this):
-#     build-perf.sh builds and checks the whole of perf, Python included,
-#     at the last commit; the other builds of the last commit are tested
-#     (all-tests.sh).
+#   - perf without Python scripting, when the commit touches perf's C or
+#     build files (BISECT_PERF=0 skips this): build-perf.sh builds and
+#     checks the whole of perf, Python included, at the last commit;
+#   - perf's other builds (lib.sh's PERF_VARIANTS: without libelf, without
+#     libdw), each as dear as the first: at the last commit (all-tests.sh
+#     tests them), and at those where the choice of libraries can change
+#     what builds: a commit that touches perf's Build files or Makefiles,
+#     or a file that tests a library's feature macro (HAVE_LIBELF_SUPPORT,
+#     HAVE_DWARF_SUPPORT, ...).  BISECT_VARIANTS=all (make bisect) builds
+#     them at every commit that touches perf.
 # Each output directory is reused from commit to commit, so a commit costs
 # what it changes; ccache makes repeated runs cheap.
 set -euo pipefail
@@ -43,8 +47,27 @@ touches() {
 }
 
 dirs="arch/x86/kvm/ arch/x86/events/ kernel/events/ kernel/bpf/"
+perf_paths=(':(glob)tools/perf/**/*.[ch]' ':(glob)tools/perf/**/Build'
+	':(glob)tools/perf/**/Makefile*' ':(glob)tools/perf/**/*.mak')
+# The last commit that touches perf: its other builds are always made.
+last=$(git -C "$TREE" rev-list -1 base..series -- "${perf_paths[@]}")
+
+# Whether perf's other builds can differ at commit $1 (see above).
+variants_needed() {
+	local commit=$1 file
+	[ "${BISECT_VARIANTS:-}" = all ] || [ "$commit" = "$last" ] && return 0
+	while read -r file; do
+		case $file in
+		*/Build | */Makefile* | *.mak) return 0 ;;
+		esac
+		git -C "$TREE" show "$commit:$file" 2>/dev/null |
+			grep -qE 'HAVE_(LIBELF|DWARF|LIBDW|LIBUNWIND)|CONFIG_(LIBELF|DWARF|LIBDW|LIBUNWIND)' &&
+			return 0
+	done < <(git -C "$TREE" diff --name-only "$commit^" "$commit" -- "${perf_paths[@]}")
+	return 1
+}
 mapfile -t selftests < <(grep -v -e '^#' -e '^$' "$TOP/tests/l1/kvm-selftests")
-n=0 kernel_builds=0 selftest_builds=0 perf_builds=0
+n=0 kernel_builds=0 selftest_builds=0 perf_builds=0 variant_builds=0
 for commit in $(git -C "$TREE" rev-list --reverse base..series); do
 	n=$((n + 1))
 	subject=$(git -C "$TREE" log -1 --format=%s "$commit")
@@ -71,13 +94,14 @@ for commit in $(git -C "$TREE" rev-list --reverse base..series); do
 		}
 		selftest_builds=$((selftest_builds + 1))
 	fi
-	if [ "${BISECT_PERF:-1}" != 0 ] &&
-		touches "$commit" ':(glob)tools/perf/**/*.[ch]' ':(glob)tools/perf/**/Build' \
-			':(glob)tools/perf/**/Makefile*' ':(glob)tools/perf/**/*.mak'; then
+	if [ "${BISECT_PERF:-1}" != 0 ] && touches "$commit" "${perf_paths[@]}"; then
 		perf_make "$WT" "$POBJ" NO_LIBPYTHON=1 >"$POBJ/build.log" 2>&1 || {
 			tail -n 30 "$POBJ/build.log"
 			die "patch $n: perf does not build: $subject"
 		}
+		perf_builds=$((perf_builds + 1))
+		variants_needed "$commit" || continue
+		variant_builds=$((variant_builds + 1))
 		for v in $PERF_VARIANTS; do
 			mkdir -p "$POBJ-$v"
 			# shellcheck disable=SC2046
@@ -87,7 +111,6 @@ for commit in $(git -C "$TREE" rev-list --reverse base..series); do
 				die "patch $n: perf does not build $v ($(perf_variant_args "$v")): $subject"
 			}
 		done
-		perf_builds=$((perf_builds + 1))
 	fi
 done
-say "all $n patches build on their own (built: the kernel directories at $kernel_builds, the KVM selftests at $selftest_builds, perf at $perf_builds, each time also as $PERF_VARIANTS)"
+say "all $n patches build on their own (built: the kernel directories at $kernel_builds, the KVM selftests at $selftest_builds, perf at $perf_builds, also as $PERF_VARIANTS at $variant_builds)"
