@@ -10,8 +10,9 @@
 #   make bench    in-kernel vs userspace guest call-chain sampling, side by
 #                 side inside L1 (about 11 min): build/bench-out/results.md, overhead.png
 #   make bisect   every patch builds on its own, perf at each also without
-#                 libelf and without libdw (make check: only where that can
-#                 differ; about 25 min with an empty ccache)
+#                 libelf and without libdw (make check: only at the last;
+#                 BISECT_VARIANTS=changed: where the libraries can change
+#                 what builds; about 25 min with an empty ccache)
 #   make bochs    every guest_callchain_test sub-test on Intel VMX, our
 #                 kernel under Bochs (about 5 min; make check runs a part)
 #   make demo-soak RUNS=10 HOG=0   the short demo RUNS times in a row, checked,
@@ -58,7 +59,7 @@ demo: demo-deps kernel perf
 	@bash demo/run.sh $(DEMO_OUT)
 
 bisect: kernel
-	@bash -c '. $(S)/lib.sh; export BISECT_VARIANTS=all; stage bisect bash $(S)/bisect-build.sh'
+	@bash -c '. $(S)/lib.sh; export BISECT_VARIANTS=$(or $(BISECT_VARIANTS),all); stage bisect bash $(S)/bisect-build.sh'
 
 bochs: build
 	@bash -c '. $(S)/lib.sh; stage bochs bash tests/bochs/vmx-test.sh --all'

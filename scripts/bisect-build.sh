@@ -11,12 +11,15 @@
 #     build files (BISECT_PERF=0 skips this): build-perf.sh builds and
 #     checks the whole of perf, Python included, at the last commit;
 #   - perf's other builds (lib.sh's PERF_VARIANTS: without libelf, without
-#     libdw), each as dear as the first: at the last commit (all-tests.sh
-#     tests them), and at those where the choice of libraries can change
-#     what builds: a commit that touches perf's Build files or Makefiles,
-#     or a file that tests a library's feature macro (HAVE_LIBELF_SUPPORT,
-#     HAVE_DWARF_SUPPORT, ...).  BISECT_VARIANTS=all (make bisect) builds
-#     them at every commit that touches perf.
+#     libdw), each as dear as the first: by BISECT_VARIANTS,
+#       last     at the last commit that touches perf (make check, which
+#                tests them: with an empty ccache, more would take CI past
+#                its budget);
+#       changed  also where the choice of libraries can change what builds:
+#                a commit that touches perf's Build files or Makefiles, or a
+#                file that tests a library's feature macro
+#                (HAVE_LIBELF_SUPPORT, HAVE_DWARF_SUPPORT, ...);
+#       all      at every commit that touches perf (make bisect).
 # Each output directory is reused from commit to commit, so a commit costs
 # what it changes; ccache makes repeated runs cheap.
 set -euo pipefail
@@ -52,10 +55,17 @@ perf_paths=(':(glob)tools/perf/**/*.[ch]' ':(glob)tools/perf/**/Build'
 # The last commit that touches perf: its other builds are always made.
 last=$(git -C "$TREE" rev-list -1 base..series -- "${perf_paths[@]}")
 
-# Whether perf's other builds can differ at commit $1 (see above).
+variants=${BISECT_VARIANTS:-last}
+case $variants in
+last | changed | all) ;;
+*) die "BISECT_VARIANTS must be last, changed or all, not '$variants'" ;;
+esac
+
+# Whether perf's other builds are made at commit $1 (see above).
 variants_needed() {
 	local commit=$1 file
-	[ "${BISECT_VARIANTS:-}" = all ] || [ "$commit" = "$last" ] && return 0
+	[ "$variants" = all ] || [ "$commit" = "$last" ] && return 0
+	[ "$variants" = changed ] || return 1
 	while read -r file; do
 		case $file in
 		*/Build | */Makefile* | *.mak) return 0 ;;

@@ -59,9 +59,10 @@ perf_make() {
 		NO_LIBPFM4=1 NO_LIBLLVM=1 BUILD_BPF_SKEL=0 PYTHON=/usr/bin/python3 "$@"
 }
 
-# The other ways perf is built, at the patches where the choice of libraries
-# can change the build and at every patch with make bisect (bisect-build.sh),
-# each with its guest tests run (all-tests.sh): noelf, without libelf, as perf's
+# The other ways perf is built, at the last perf patch (make check), where
+# the choice of libraries can change the build, or at every perf patch
+# (make bisect; bisect-build.sh's BISECT_VARIANTS), each with its guest
+# tests run (all-tests.sh): noelf, without libelf, as perf's
 # own tests/make make_no_libelf (no symbols from ELF files, no DWARF, no
 # ORC); unwind, without libdw, so that its DWARF unwinder is libunwind's,
 # as it is whenever libunwind is installed (Debian builds perf so).
