@@ -157,9 +157,11 @@ record_guest() {
 	: >"$work/guest-console.log"
 	refusals=$(tsc_refusals)
 	step "booting the L2 guest: $kernel with a busybox initramfs and demo/workload.c"
-	# debug-threads=on: perf inject finds the vCPU threads by their names.
+	# debug-threads=on: perf inject finds the vCPU threads by their names;
+	# process=: perf kvm names the VM by its VMM's process (--sort vm, the
+	# flame graph's first level).
 	qemu-system-x86_64 -accel kvm -cpu "${DEMO_GUEST_CPU:-host,-xsave}" -m 512 -smp 1 \
-		-name demo,debug-threads=on \
+		-name "demo,process=demo-$guest,debug-threads=on" \
 		-display none -monitor none -nic none -no-reboot \
 		-kernel "$kernel" -initrd "$DEMOBUILD/$guest/initramfs.cpio.gz" \
 		-append "console=ttyS0 loglevel=4 panic=-1 ${DEMO_GUEST_APPEND:-} -- $((record_seconds + 3600))" \
