@@ -198,6 +198,19 @@ for name in entry_SYSCALL_64_after_hwframe do_syscall_64 asm_exc_page_fault exc_
 		bad "the rendered flame graph does not show $name ($((permille / 10)).$((permille % 10))% of the samples)"
 	fi
 done
+# The flame graph's first level is the VM, named by its QEMU's process
+# (-name process=demo-<guest>) and PID, alone.
+vms=$(python3 -c '
+import json, sys
+html = open(sys.argv[1]).read()
+root, _ = json.JSONDecoder().raw_decode(html[html.index("{\"n\": \"all\""):])
+print(";".join(c["n"] for c in root["c"]))' "$outdir/flamegraph.html" 2>&1)
+vm="demo-$(cat "$outdir/demo-guest" 2>/dev/null) ($(cat "$outdir/guest-qemu.pid" 2>/dev/null))"
+if [ "$vms" = "$vm" ]; then
+	ok "the flame graph's first level is the VM, $vm"
+else
+	bad "the flame graph's first level is not the VM $vm alone: $vms"
+fi
 if [ "$(head -c 8 "$outdir/flamegraph.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] &&
 	[ "$(stat -c %s "$outdir/flamegraph.png")" -gt 20000 ]; then
 	ok "flamegraph.png is a picture ($(stat -c %s "$outdir/flamegraph.png") bytes)"
