@@ -1,7 +1,8 @@
 # The front door.  Every target installs what it needs.
 #
 #   make demo     profile a Linux guest from the host: flame graph and files
-#                 in build/demo-out (DEMO_OUT=dir, DEMO_SECONDS=20)
+#                 in build/demo-out (DEMO_OUT=dir, DEMO_SECONDS=20;
+#                 DEMO_GUESTS=3: three VMs at once, the flame graph by VM)
 #   make check    every test (scripts/all-tests.sh): deps, tree, checkpatch,
 #                 builds, harness tests, the L1 suite, bench smoke, short demo
 #   make build    the patched kernel, perf and the KVM selftests

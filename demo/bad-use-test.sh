@@ -42,6 +42,8 @@ expect "bad DEMO_RATE" nonzero "DEMO_RATE must be a whole number from 10 to 4000
 	env DEMO_RATE=fast bash "$TOP/demo/run.sh" "$tmp/out"
 expect "bad DEMO_ATTEMPTS" nonzero "DEMO_ATTEMPTS must be a whole number from 1 to 9, not 0" \
 	env DEMO_ATTEMPTS=0 bash "$TOP/demo/run.sh" "$tmp/out"
+expect "bad DEMO_GUESTS" nonzero "DEMO_GUESTS must be a whole number from 1 to 3, not 4" \
+	env DEMO_GUESTS=4 bash "$TOP/demo/run.sh" "$tmp/out"
 
 # In an L1 whose kvm_amd never starts (its init call is blacklisted): no
 # /dev/kvm.  The knob missing, as on a kernel

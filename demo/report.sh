@@ -3,14 +3,16 @@
 # L1: turn OUTDIR/perf.data (recorded by demo/in-l1.sh) into
 #   perf-kvm-script.txt  'perf kvm --guest script'
 #   folded.txt           folded stacks ('script report stackcollapse')
+#   folded-vm.txt        the same, each under its VM (--include-vm)
 #   flamegraph.html      'script report flamegraph', d3-flame-graph 4.1.3
 #   flamegraph.png       that page in headless Chromium (flamegraph.labels:
 #                        the names it shows)
-#   top-stacks.txt       the ten hottest guest stacks
+#   top-stacks.txt       the ten hottest guest stacks, with their VM
 # with the guest's kernel symbols from OUTDIR/guestmount, and its user
 # space symbols from, for the stock guest, the guest's sideband put into
 # perf.data by perf inject --guest-data (perf.data.guest) and its build-id
-# cache (OUTDIR/guest-data), or, for the fp guest, OUTDIR/guest/workload.maps.
+# cache (OUTDIR/guest-data), or, for the fp guest, OUTDIR/guest/workload.maps;
+# with several VMs (OUTDIR/vms), each VM's, from OUTDIR/NAME.
 #
 #   demo/report.sh OUTDIR
 set -euo pipefail
@@ -27,51 +29,116 @@ warn() { printf '[demo] warning: %s\n' "$*" >&2; }
 [ -s "$outdir/perf.data" ] || die "no perf.data in $outdir"
 [ -f "$template" ] || die "no flame-graph template at $template: run demo/deps.sh"
 
-# What the guest shared: a missing piece leaves those frames as addresses.
-opts=(--guest)
-root=$(ls -d "$outdir"/guestmount/[0-9]* 2>/dev/null | head -n 1 || true)
-if [ -n "$root" ] && [ -d "$root/" ]; then
-	opts+=(--guestmount="$outdir/guestmount")
-	[ -s "$root/proc/kallsyms" ] ||
-		warn "no guest kernel symbols ($root/proc/kallsyms): guest kernel frames are shown as addresses"
-	[ "$(cat "$outdir/demo-guest" 2>/dev/null)" != fp ] || [ -s "$root/bin/workload" ] ||
-		warn "no guest program ($root/bin/workload): guest user frames are shown as addresses"
-else
-	warn "no guest root under $outdir/guestmount: guest kernel frames are shown as addresses"
-fi
-# Debian's stock kernel unwinds with ORC: its tables are in its vmlinuz.
-if [ "$(cat "$outdir/demo-guest" 2>/dev/null)" = stock ]; then
-	if [ -s "$STOCK_KERNEL/vmlinuz" ]; then
-		opts+=(--guestimage="$STOCK_KERNEL/vmlinuz")
+# One VM (its files in OUTDIR): what the guest shared; a missing piece
+# leaves those frames as addresses.
+one_vm() {
+	root=$(ls -d "$outdir"/guestmount/[0-9]* 2>/dev/null | head -n 1 || true)
+	if [ -n "$root" ] && [ -d "$root/" ]; then
+		opts+=(--guestmount="$outdir/guestmount")
+		[ -s "$root/proc/kallsyms" ] ||
+			warn "no guest kernel symbols ($root/proc/kallsyms): guest kernel frames are shown as addresses"
+		[ "$(cat "$outdir/demo-guest" 2>/dev/null)" != fp ] || [ -s "$root/bin/workload" ] ||
+			warn "no guest program ($root/bin/workload): guest user frames are shown as addresses"
 	else
-		warn "no guest kernel image ($STOCK_KERNEL/vmlinuz): guest kernel stacks are not unwound"
+		warn "no guest root under $outdir/guestmount: guest kernel frames are shown as addresses"
 	fi
-fi
-# perf's build-id cache is $HOME/.debug, for the perf that report scripts
-# start too: the guest's, for its programs.
+	# Debian's stock kernel unwinds with ORC: its tables are in its vmlinuz.
+	if [ "$(cat "$outdir/demo-guest" 2>/dev/null)" = stock ]; then
+		if [ -s "$STOCK_KERNEL/vmlinuz" ]; then
+			opts+=(--guestimage="$STOCK_KERNEL/vmlinuz")
+		else
+			warn "no guest kernel image ($STOCK_KERNEL/vmlinuz): guest kernel stacks are not unwound"
+		fi
+	fi
+	# perf's build-id cache is $HOME/.debug, for the perf that report
+	# scripts start too: the guest's, for its programs.
+	if [ -s guest-data/tmp/guest.data ] && [ -s guest-clock ] && [ -s guest-qemu.pid ]; then
+		home=$outdir/guest-data/root
+		step "adding the guest's sideband: perf inject --guest-data=guest.data,$(cat guest-qemu.pid),$(cat guest-clock)"
+		HOME=$home "$PERF" inject -i perf.data -o perf.data.guest \
+			--guest-data="guest-data/tmp/guest.data,$(cat guest-qemu.pid),$(cat guest-clock)" \
+			>perf-inject.log 2>&1 || die "perf inject --guest-data failed: $(tail -n 5 perf-inject.log)"
+		input=perf.data.guest
+	elif [ -s "$outdir/guest/workload.maps" ]; then
+		opts+=(--guestmaps="$outdir/guest/workload.maps")
+	else
+		warn "no guest sideband ($outdir/guest-data) nor program mappings ($outdir/guest/workload.maps): guest user frames are shown as addresses"
+	fi
+}
+
+# Several VMs (OUTDIR/vms, a line per VM: NAME GUEST LEVEL QEMU-PID, its
+# files in OUTDIR/NAME): every VM's root under guestmount; each stock
+# guest's sideband injected, one perf inject per VM, and its build-id
+# cache; the fp guests' program mappings (--guestmaps, for the VMs that
+# have no sideband).
+several_vms() {
+	local name kind pid maps= from
+	opts+=(--guestmount="$outdir/guestmount")
+	home=$outdir/guests-home
+	rm -rf "$home" perf.data.guest perf.data.demo-*
+	mkdir -p "$home/.debug"
+	: >perf-inject.log
+	while read -r name kind _ pid; do
+		[ -s "guestmount/$pid/proc/kallsyms" ] ||
+			warn "no kernel symbols of $name (guestmount/$pid/proc/kallsyms): its guest kernel frames are shown as addresses"
+		case "$kind" in
+		stock)
+			if [ -s "$name/guest-data/tmp/guest.data" ] && [ -s "$name/guest-clock" ]; then
+				cp -a "$name/guest-data/root/.debug/." "$home/.debug/" 2>/dev/null || true
+				from=$input input=perf.data.$name
+				step "adding $name's sideband: perf inject --guest-data=$name/guest.data,$pid,$(cat "$name/guest-clock")"
+				HOME=$home "$PERF" inject -i "$from" -o "$input" \
+					--guest-data="$name/guest-data/tmp/guest.data,$pid,$(cat "$name/guest-clock")" \
+					>>perf-inject.log 2>&1 || die "perf inject --guest-data of $name failed: $(tail -n 5 perf-inject.log)"
+			else
+				warn "no sideband of $name ($name/guest-data, $name/guest-clock): its guest user frames are shown as addresses"
+			fi
+			;;
+		fp)
+			[ -n "$maps" ] || [ ! -s "$name/guest/workload.maps" ] || maps=$outdir/$name/guest/workload.maps
+			;;
+		esac
+	done <vms
+	# Debian's stock kernel unwinds with ORC: its tables are in its vmlinuz.
+	if grep -q '^[^ ]* stock ' vms; then
+		if [ -s "$STOCK_KERNEL/vmlinuz" ]; then
+			opts+=(--guestimage="$STOCK_KERNEL/vmlinuz")
+		else
+			warn "no guest kernel image ($STOCK_KERNEL/vmlinuz): guest kernel stacks are not unwound"
+		fi
+	fi
+	[ -z "$maps" ] || opts+=(--guestmaps="$maps")
+	if [ "$input" != perf.data ]; then
+		mv "$input" perf.data.guest
+		input=perf.data.guest
+	fi
+	rm -f perf.data.demo-*
+}
+
+opts=(--guest)
 home=$HOME
 input=perf.data
+fields=()
 cd "$outdir"
-if [ -s guest-data/tmp/guest.data ] && [ -s guest-clock ] && [ -s guest-qemu.pid ]; then
-	home=$outdir/guest-data/root
-	step "adding the guest's sideband: perf inject --guest-data=guest.data,$(cat guest-qemu.pid),$(cat guest-clock)"
-	HOME=$home "$PERF" inject -i perf.data -o perf.data.guest \
-		--guest-data="guest-data/tmp/guest.data,$(cat guest-qemu.pid),$(cat guest-clock)" \
-		>perf-inject.log 2>&1 || die "perf inject --guest-data failed: $(tail -n 5 perf-inject.log)"
-	input=perf.data.guest
-elif [ -s "$outdir/guest/workload.maps" ]; then
-	opts+=(--guestmaps="$outdir/guest/workload.maps")
+if [ "$(wc -l 2>/dev/null <vms || echo 0)" -gt 1 ]; then
+	several_vms
+	# Each sample's VM (demo/check-vms.sh): "VM: PID" once its VM's
+	# sideband placed it on a guest thread, else its vCPU thread's PID.
+	fields=(-F +pid,+machine_pid)
 else
-	warn "no guest sideband ($outdir/guest-data) nor program mappings ($outdir/guest/workload.maps): guest user frames are shown as addresses"
+	one_vm
 fi
 
-step "symbolising: perf kvm ${opts[*]//"$outdir\/"/} -i $input script"
-HOME=$home "$PERF" kvm "${opts[@]}" -i $input script >perf-kvm-script.txt 2>perf-kvm-script.err ||
+step "symbolising: perf kvm ${opts[*]//"$outdir\/"/} -i $input script ${fields[*]}"
+HOME=$home "$PERF" kvm "${opts[@]}" -i $input script "${fields[@]}" >perf-kvm-script.txt 2>perf-kvm-script.err ||
 	die "perf kvm script failed: $(tail -n 5 perf-kvm-script.err)"
 step "folding stacks: perf kvm script report stackcollapse"
 HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report stackcollapse >folded.txt 2>>perf-kvm-script.err ||
 	die "perf kvm script report stackcollapse failed: $(tail -n 5 perf-kvm-script.err)"
 [ -s folded.txt ] || die "no guest stacks in $outdir/$input"
+HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report stackcollapse -- --include-vm \
+	>folded-vm.txt 2>>perf-kvm-script.err ||
+	die "perf kvm script report stackcollapse -- --include-vm failed: $(tail -n 5 perf-kvm-script.err)"
 
 step "drawing: perf kvm script report flamegraph (d3-flame-graph 4.1.3)"
 rm -f flamegraph.html
@@ -85,15 +152,16 @@ NODE_PATH=$NPMDIR/node_modules timeout 120 node "$TOP/demo/render.js" \
 	flamegraph.html flamegraph.png flamegraph.labels >render.log 2>&1 ||
 	die "could not render the flame graph in Chromium: $(tail -n 5 render.log)"
 
-# folded.txt: "comm;outermost;...;innermost COUNT"
-awk '{ print $NF "\t" $0 }' folded.txt | sort -t "$(printf '\t')" -k1,1nr |
-	awk -F '\t' -v total="$(awk '{ n += $NF } END { print n }' folded.txt)" 'NR <= 10 {
+# folded-vm.txt: "VM;comm;outermost;...;innermost COUNT"
+awk '{ print $NF "\t" $0 }' folded-vm.txt | sort -t "$(printf '\t')" -k1,1nr |
+	awk -F '\t' -v total="$(awk '{ n += $NF } END { print n }' folded-vm.txt)" 'NR <= 10 {
 		stack = $2; sub(/ [0-9]+$/, "", stack)
+		vm = stack; sub(/;.*/, "", vm); sub(/^[^;]*;/, "", stack); sub(/_\(/, " (", vm)
 		comm = stack; sub(/;.*/, "", comm); sub(/^[^;]*;/, "", stack)
 		gsub(/;/, " -> ", stack)
-		printf "%6d %5.1f%%  %s: %s\n", $1, 100 * $1 / total, comm, stack }' >top-stacks.txt
+		printf "%6d %5.1f%%  %s: %s: %s\n", $1, 100 * $1 / total, vm, comm, stack }' >top-stacks.txt
 echo
-echo "The ten hottest guest stacks (samples, share, guest process: caller -> callee):"
+echo "The ten hottest guest stacks (samples, share, VM: guest process: caller -> callee):"
 cat top-stacks.txt
 echo
 echo "Files in $outdir:"

@@ -11,6 +11,14 @@
 #                        frame pointers, recorded with --call-graph dwarf
 #                        (the default)
 #   DEMO_GUEST=fp        our frame-pointer kernel and program, recorded -g
+#   DEMO_GUESTS=3        three VMs at once, each in its own cgroup: the stock
+#                        guest at opt-in level 2, the fp guest at level 1,
+#                        a stock guest not opted in; one recording of the
+#                        whole host (perf record -a), an event per VM's
+#                        cgroup with that VM's call-graph mode, each stock
+#                        guest's sideband injected; the flame graph split
+#                        by VM.  DEMO_GUESTS=2: the stock guest and the one
+#                        not opted in.  (default 1: DEMO_GUEST alone)
 #   DEMO_RATE=N          samples a second (default 250)
 #   DEMO_MAX_LOST_PERCENT=P  a recording that lost more than P% (default 1)
 #                        of its samples, or any event of the guest's
@@ -42,6 +50,8 @@ stock | fp) ;;
 *) die "DEMO_GUEST must be stock or fp, not '$guest'" ;;
 esac
 export DEMO_GUEST=$guest
+vms=${DEMO_GUESTS:-1}
+whole DEMO_GUESTS "$vms" 1 3
 mkdir -p "$outdir" 2>/dev/null && touch "$outdir/.writable" 2>/dev/null ||
 	die "output directory $outdir is not writable"
 rm -f "$outdir/.writable"
@@ -51,7 +61,13 @@ for f in "$BZIMAGE" "$PERF"; do
 done
 
 t0=$(date +%s)
-stage demo/guest-image bash "$TOP/demo/guest-image.sh"
+if [ "$vms" -eq 1 ]; then
+	stage demo/guest-image bash "$TOP/demo/guest-image.sh"
+else
+	for g in stock fp; do
+		DEMO_GUEST=$g stage demo/guest-image-$g bash "$TOP/demo/guest-image.sh"
+	done
+fi
 
 name=demo-$(printf '%s' "$outdir" | md5sum | cut -c1-8)
 results=$OUT/l1/$name
@@ -66,16 +82,21 @@ say "booting L1 (TCG); it starts the L2 guest with KVM and records it for ${seco
 # shellcheck disable=SC2016
 L1_SMP=${L1_SMP:-1} stage demo/record bash "$TOP/scripts/l1-run.sh" -t "$limit" -n "$name" \
 	sh -c 'seconds=$1; shift; exec env "$@" "$L1_RESULTS" "$seconds"' sh "$seconds" \
-	DEMO_GUEST="$guest" DEMO_ATTEMPTS="$attempts" DEMO_RATE="${DEMO_RATE:-250}" \
+	DEMO_GUEST="$guest" DEMO_GUESTS="$vms" DEMO_ATTEMPTS="$attempts" DEMO_RATE="${DEMO_RATE:-250}" \
 	DEMO_MAX_LOST_PERCENT="${DEMO_MAX_LOST_PERCENT:-1}" DEMO_BOOT_SECONDS="${DEMO_BOOT_SECONDS:-300}" \
 	DEMO_SHOWN_OUTDIR="$results" bash "$TOP/demo/in-l1.sh" ||
 	die "stage demo/record failed: see the messages above, $results/output.log (what ran in L1), $results/guest-console.log (the guest) and $results/console.log (L1's kernel)"
-rm -rf "$outdir/guest" "$outdir/guestmount" "$outdir/guest-data" "$outdir/guest-clock"
-cp -a "$results/perf.data" "$results/guest" "$results/guestmount" "$results/guest-console.log" \
-	"$results/demo-guest" "$results/guest-qemu.pid" "$results/recording.txt" "$results/perf-record.log" "$outdir/"
-if [ "$guest" = stock ]; then
-	cp -a "$results/guest-data" "$results/guest-clock" "$outdir/"
-fi
+rm -rf "$outdir/guest" "$outdir/guestmount" "$outdir/guest-data" "$outdir/guest-clock" "$outdir"/demo-*/
+cp -a "$results/perf.data" "$results/guestmount" "$results/vms" "$results/recording.txt" \
+	"$results/perf-record.log" "$outdir/"
+# Each VM's files: in the output directory itself when it is alone.
+while read -r name kind _; do
+	from=$results to=$outdir
+	[ "$vms" -eq 1 ] || from=$results/$name to=$outdir/$name
+	mkdir -p "$to"
+	cp -a "$from/guest" "$from/guest-console.log" "$from/demo-guest" "$from/guest-qemu.pid" "$to/"
+	[ "$kind" != stock ] || cp -a "$from/guest-data" "$from/guest-clock" "$to/"
+done <"$results/vms"
 cp "$results/console.log" "$outdir/l1-console.log"
 stage demo/report bash "$TOP/demo/report.sh" "$outdir" ||
 	die "stage demo/report failed: see the messages above and the logs in $outdir (perf-inject.log, perf-kvm-script.err, render.log)"

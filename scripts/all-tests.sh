@@ -9,7 +9,8 @@
 #   L1, contributor workflow) -> perf's ORC test on Debian's stock kernel
 #   image -> guest_callchain_test on Intel VMX under Bochs -> the L1 suite (KVM selftests, perf test) ->
 #   the VMs' opt-in in an L1 under lockdown=integrity ->
-#   a smoke run of the benchmark -> the short demo and its bad uses
+#   a smoke run of the benchmark -> the short demo and its bad uses -> two
+#   VMs at once, one recording, told apart
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -202,4 +203,10 @@ demo_short() {
 }
 tested demo/short demo_short
 tested demo/bad-use bash "$TOP/demo/bad-use-test.sh" "$OUT/demo-short"
+# Several VMs at once, recorded together and told apart (demo/check-vms.sh).
+demo_vms() {
+	DEMO_GUESTS=2 DEMO_SECONDS=8 bash "$TOP/demo/run.sh" "$OUT/demo-vms" &&
+		bash "$TOP/demo/check-vms.sh" "$OUT/demo-vms"
+}
+tested demo/vms demo_vms
 summary
