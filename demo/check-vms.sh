@@ -1,6 +1,6 @@
 #!/bin/bash
 # Check what 'make demo DEMO_GUESTS=2|3' wrote to OUTDIR: several VMs
-# recorded at once (OUTDIR/vms: NAME GUEST LEVEL QEMU-PID), told apart.
+# recorded at once (OUTDIR/vms: NAME GUEST LEVEL QEMU-PID VCPUS), told apart.
 #   - a good recording (demo/recording-check.sh), and samples of every VM;
 #   - the VM that did not opt in: every sample has the guest's instruction
 #     pointer, resolved in its own files, and no other guest frame;
@@ -66,8 +66,13 @@ awk -v vms="$outdir/vms" '
 			for (i = 2; i <= n; i++)
 				if (sym[i] == "main")
 					break
-			if (i <= n && (kind[vm] != "stock" || comm == leafre[sym[1]]))
+			if (i <= n && (kind[vm] != "stock" || comm == leafre[sym[1]])) {
 				leaf_main[vm]++
+				if (vcpu != "" && !((vm, vcpu) in seen)) {
+					seen[vm, vcpu] = 1
+					leaf_vcpus[vm]++
+				}
+			}
 			else if (level[vm] > 0 && shown[vm]++ < 3)
 				printf "  a sample of VM %s in %s: comm %s, frames%s\n", vm, sym[1], comm, frames
 		}
@@ -101,6 +106,11 @@ awk -v vms="$outdir/vms" '
 			vm = substr(line, 4, RLENGTH - 4); gsub(/ /, "", vm)
 			line = substr(line, RLENGTH + 1)
 		}
+		vcpu = ""
+		if (match(line, /^VCPU: *[0-9]+ /)) {
+			vcpu = substr(line, 6, RLENGTH - 6) + 0
+			line = substr(line, RLENGTH + 1)
+		}
 		# comm, then PID/TID, then the time
 		if (!match(line, / +-?[0-9]+\/-?[0-9]+ +/)) {
 			vm = "?"
@@ -124,12 +134,13 @@ awk -v vms="$outdir/vms" '
 			if (!(p in pids))
 				printf "  %d samples of %s, which is none of the VMs\n", samples[p], p
 		for (p in pids)
-			printf "%s %d %d %d %d %d %d %d\n", p, samples[p], chained[p], leaf[p], leaf_main[p],
-				others[p], unknown[p], resolved[p]
+			printf "%s %d %d %d %d %d %d %d %d\n", p, samples[p], chained[p], leaf[p],
+				leaf_main[p], others[p], unknown[p], resolved[p], leaf_vcpus[p]
 	}' "$outdir/perf-kvm-script.txt" >"$outdir/vms-check.txt"
 grep '^  ' "$outdir/vms-check.txt" && bad "samples of no VM, or the examples above"
-while read -r name kind level pid; do
-	read -r _ samples chained leaf leaf_main others unknown resolved < <(grep "^$pid " "$outdir/vms-check.txt")
+while read -r name kind level pid vcpus; do
+	read -r _ samples chained leaf leaf_main others unknown resolved leaf_vcpus \
+		< <(grep "^$pid " "$outdir/vms-check.txt")
 	vm="$name ($pid, $kind guest, level $level)"
 	if [ "$samples" -lt 20 ]; then
 		bad "$vm: $samples samples (need 20)"
@@ -156,6 +167,15 @@ while read -r name kind level pid; do
 		ok "$vm: no frame of its $samples samples is in another VM's files"
 	else
 		bad "$vm: $others of its samples have frames in another VM's files"
+	fi
+	# A guest of several vCPUs: each vCPU's samples on the thread its
+	# guest ran there, from its sideband's context switches.
+	if [ "$kind" = stock ] && [ "$level" -gt 0 ] && [ "${vcpus:-1}" -gt 1 ]; then
+		if [ "$leaf_vcpus" -eq "$vcpus" ]; then
+			ok "$vm: on each of its $vcpus vCPUs, samples in its programs' hot leaves reach main under their program"
+		else
+			bad "$vm: samples in its programs' hot leaves reach main under their program on $leaf_vcpus of its $vcpus vCPUs"
+		fi
 	fi
 	if [ "$kind" = stock ]; then
 		if [ $((unknown * 4)) -le "$samples" ]; then

@@ -31,7 +31,7 @@
 #
 # OUTDIR gets perf.data, recording.txt (what the recording holds and lost,
 # demo/check-output.sh reads it), perf-record.log, vms (a line per VM:
-# NAME GUEST LEVEL QEMU-PID) and guestmount/QEMU-PID, a link to each VM's
+# NAME GUEST LEVEL QEMU-PID VCPUS) and guestmount/QEMU-PID, a link to each VM's
 # guest root.  Each VM's files are in OUTDIR itself with one VM, else in
 # OUTDIR/NAME: guest-console.log, guest-qemu.pid, demo-guest, and guest/,
 # the guest's root (proc/kallsyms, proc/modules, sys/kernel/notes; for
@@ -65,9 +65,9 @@ fp) level=1 ;;
 *) die "DEMO_GUEST must be stock or fp, not '$guest'" ;;
 esac
 case "${DEMO_GUESTS:-1}" in
-1) names=("demo-$guest") kinds=("$guest") levels=("$level") ;;
-2) names=(demo-stock demo-off) kinds=(stock stock) levels=(2 0) ;;
-3) names=(demo-stock demo-fp demo-off) kinds=(stock fp stock) levels=(2 1 0) ;;
+1) names=("demo-$guest") kinds=("$guest") levels=("$level") vcpus=(1) ;;
+2) names=(demo-stock demo-off) kinds=(stock stock) levels=(2 0) vcpus=(2 1) ;;
+3) names=(demo-stock demo-fp demo-off) kinds=(stock fp stock) levels=(2 1 0) vcpus=(2 1 1) ;;
 *) die "DEMO_GUESTS must be 1, 2 or 3, not '${DEMO_GUESTS:-}'" ;;
 esac
 vms=${#names[@]}
@@ -209,7 +209,7 @@ boot_vm() {
 		launcher=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cgroup")
 	fi
 	step "booting ${names[$i]}: $kernel with a busybox initramfs and demo/workload.c"
-	"${launcher[@]}" qemu-system-x86_64 -accel kvm -cpu "${DEMO_GUEST_CPU:-host,-xsave}" -m 512 -smp 1 \
+	"${launcher[@]}" qemu-system-x86_64 -accel kvm -cpu "${DEMO_GUEST_CPU:-host,-xsave}" -m 512 -smp "${vcpus[$i]}" \
 		-name "demo,process=${names[$i]},debug-threads=on" \
 		-display none -monitor none -nic none -no-reboot \
 		-kernel "$kernel" -initrd "$DEMOBUILD/${kinds[$i]}/initramfs.cpio.gz" \
@@ -352,7 +352,7 @@ record_guests() {
 		ln -s "$(realpath --relative-to="$work/guestmount" "$dir/guest")" "$work/guestmount/${qemus[$i]}"
 		echo "${qemus[$i]}" >"$dir/guest-qemu.pid"
 		echo "${kinds[$i]}" >"$dir/demo-guest"
-		echo "${names[$i]} ${kinds[$i]} ${levels[$i]} ${qemus[$i]}" >>"$work/vms"
+		echo "${names[$i]} ${kinds[$i]} ${levels[$i]} ${qemus[$i]} ${vcpus[$i]}" >>"$work/vms"
 		step "${names[$i]}: guest root shared at guestmount/${qemus[$i]} ($(wc -l <"$dir/guest/proc/kallsyms") kallsyms lines)"
 	done
 	step "guests running after $((SECONDS - started))s"

@@ -72,13 +72,13 @@ one_vm() {
 # cache; the fp guests' program mappings (--guestmaps, for the VMs that
 # have no sideband).
 several_vms() {
-	local name kind pid maps= from
+	local name kind pid maps='' from
 	opts+=(--guestmount="$outdir/guestmount")
 	home=$outdir/guests-home
 	rm -rf "$home" perf.data.guest perf.data.demo-*
 	mkdir -p "$home/.debug"
 	: >perf-inject.log
-	while read -r name kind _ pid; do
+	while read -r name kind _ pid _; do
 		[ -s "guestmount/$pid/proc/kallsyms" ] ||
 			warn "no kernel symbols of $name (guestmount/$pid/proc/kallsyms): its guest kernel frames are shown as addresses"
 		case "$kind" in
@@ -122,9 +122,10 @@ fields=()
 cd "$outdir"
 if [ "$(wc -l 2>/dev/null <vms || echo 0)" -gt 1 ]; then
 	several_vms
-	# Each sample's VM (demo/check-vms.sh): "VM: PID" once its VM's
-	# sideband placed it on a guest thread, else its vCPU thread's PID.
-	fields=(-F +pid,+machine_pid)
+	# Each sample's VM (demo/check-vms.sh): "VM: PID VCPU: N" once its
+	# VM's sideband placed it on a guest thread, else its vCPU thread's
+	# PID.
+	fields=(-F +pid,+machine_pid,+vcpu)
 else
 	one_vm
 fi

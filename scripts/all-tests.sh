@@ -10,7 +10,7 @@
 #   image -> guest_callchain_test on Intel VMX under Bochs -> the L1 suite (KVM selftests, perf test) ->
 #   the VMs' opt-in in an L1 under lockdown=integrity ->
 #   a smoke run of the benchmark -> the short demo and its bad uses -> two
-#   VMs at once, one recording, told apart
+#   VMs at once, one recording, told apart, and given the wrong sidebands
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -209,4 +209,5 @@ demo_vms() {
 		bash "$TOP/demo/check-vms.sh" "$OUT/demo-vms"
 }
 tested demo/vms demo_vms
+tested demo/vms-bad bash "$TOP/demo/vms-bad-sideband-test.sh" "$OUT/demo-vms"
 summary
