@@ -117,6 +117,22 @@ for image in missing wrong; do
 	fi
 done
 
+# Two kernel images, as for the guests of several VMs: ours, which is no
+# guest's here (and has no ORC tables), then the stock guest's.  The guest
+# unwinds with its own, and perf says why the other is of no use.
+HOME=$demo/guest-data/root "$PERF" kvm --guest --guestmount="$demo/guestmount" \
+	--guestimage="$BZIMAGE,$STOCK_KERNEL/vmlinuz" -i "$demo/perf.data.guest" script \
+	>"$tmp/images.txt" 2>"$tmp/images.err"
+deep=$(awk '/^[^\t]/ { n = 0; next } /^\tffff/ { if (++n == 2) deep++ } END { print deep + 0 }' \
+	"$tmp/images.txt")
+if [ "$deep" -gt 0 ] && grep -q "Not unwinding guest kernel stacks: $BZIMAGE has no ORC tables" "$tmp/images.err"; then
+	echo "ok: two guest kernel images: $deep guest kernel stacks unwound with the guest's, the other refused"
+else
+	echo "FAILED: two guest kernel images: $deep guest kernel stacks unwound, or no reason given for $BZIMAGE"
+	grep -v '^  *-' "$tmp/images.err" | sort -u | head -n 5 | sed 's/^/    | /'
+	fail=1
+fi
+
 # The stock guest's image given as the series' earlier versions took it,
 # with --guestvmlinux, which names symbols only: perf says which option
 # unwinds guest kernel stacks, and cuts them to their first frame.
