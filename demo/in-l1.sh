@@ -220,19 +220,15 @@ boot_vm() {
 	qemus[i]=$!
 }
 
-# Boot VMs I... at once and wait until they run their programs; 0 when
-# they all do.
+# Boot VM I and wait until it runs its programs; 0 when it does.
 boot_and_wait() {
-	local i started refusals list=
+	local i=$1 started refusals
 	refusals=$(tsc_refusals)
-	for i in "$@"; do
-		boot_vm "$i"
-		list+=" ${names[$i]}"
-	done
+	boot_vm "$i"
 	started=$SECONDS
 	while [ $((SECONDS - started)) -lt "$boot_seconds" ]; do
-		all_roots_here "$@" && break
-		any_down "$@" && break
+		guest_root_here "$i" && break
+		kill -0 "${qemus[$i]}" 2>/dev/null && ! guest_broke "$i" || break
 		[ "$(tsc_refusals)" -eq "$refusals" ] || break
 		sleep 1
 	done
@@ -240,35 +236,19 @@ boot_and_wait() {
 		why "L1's KVM could not give a guest the TSC rate QEMU asked for (L1's TSC calibration is off: see L1's console.log); its timers would stall"
 		return
 	fi
-	for i in "$@"; do
-		if guest_broke "$i"; then
-			why "${names[$i]} broke while booting (a kernel report in its guest-console.log)"
-			return
-		fi
-		if ! kill -0 "${qemus[$i]}" 2>/dev/null; then
-			why "${names[$i]}'s QEMU ended while the guest booted: see output.log and its guest-console.log"
-			return
-		fi
-		if ! guest_root_here "$i" || ! guest_root_unpack "$i"; then
-			why "${names[$i]} did not reach its programs in ${boot_seconds}s (DEMO_BOOT_SECONDS): see its guest-console.log"
-			return
-		fi
-	done
-	step "${list# }: guest programs running after $((SECONDS - started))s"
-}
-all_roots_here() {
-	local i
-	for i in "$@"; do
-		guest_root_here "$i" || return 1
-	done
-}
-# Whether one of VMs I... ended or broke.
-any_down() {
-	local i
-	for i in "$@"; do
-		kill -0 "${qemus[$i]}" 2>/dev/null && ! guest_broke "$i" || return 0
-	done
-	return 1
+	if guest_broke "$i"; then
+		why "${names[$i]} broke while booting (a kernel report in its guest-console.log)"
+		return
+	fi
+	if ! kill -0 "${qemus[$i]}" 2>/dev/null; then
+		why "${names[$i]}'s QEMU ended while the guest booted: see output.log and its guest-console.log"
+		return
+	fi
+	if ! guest_root_here "$i" || ! guest_root_unpack "$i"; then
+		why "${names[$i]} did not reach its programs in ${boot_seconds}s (DEMO_BOOT_SECONDS): see its guest-console.log"
+		return
+	fi
+	step "${names[$i]}: guest programs running after $((SECONDS - started))s"
 }
 
 # qmp I COMMAND: run a QMP command (stop, cont) in VM I's QEMU.  A VM
