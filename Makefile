@@ -18,12 +18,17 @@
 #                 kernel under Bochs (about 5 min; make check runs a part)
 #   make demo-soak RUNS=10 HOG=0   the short demo RUNS times in a row, checked,
 #                 with what each recording lost (HOG=N: stress-ng --cpu N beside)
+#   make packages a kernel package (bindeb-pkg, KVM as modules) and a perf
+#                 package for a Debian/Ubuntu host, in build/packages, from
+#                 the host's or Debian's config (hours on 2 cores;
+#                 PKG_LOCALMODCONFIG=1: the host's loaded modules only;
+#                 PKG_SMALL=1: the small configuration make check builds)
 #   make l1 RUN='command'   run a command inside L1, with the log check
 #   make clean    remove build/ (keeps the ccache)
 
 S := scripts
 
-.PHONY: all check build deps tree export kernel perf selftests bench demo demo-deps demo-soak bochs bisect l1 clean distclean
+.PHONY: all check build deps tree export kernel perf selftests bench demo demo-deps demo-soak bochs bisect packages l1 clean distclean
 
 all: build
 
@@ -67,6 +72,9 @@ bochs: build
 
 demo-soak: demo-deps kernel perf
 	@bash demo/soak.sh $(RUNS) $(HOG)
+
+packages: tree
+	@bash -c '. $(S)/lib.sh; stage packages bash $(S)/packages.sh'
 
 l1:
 	@test -n "$(RUN)" || { echo "usage: make l1 RUN='command'"; exit 2; }

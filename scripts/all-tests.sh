@@ -2,10 +2,11 @@
 # Every test, run by 'make check' (and so by CI), from nothing, ending in
 # "N passed, N failed, N skipped" and a non-zero exit on any failure.
 # Results in $OUT/check: results.txt and a log per test.
-#   deps -> tree -> checkpatch + export round trip -> build (x86 kernel,
+#   deps -> tree -> checkpatch + export round trip -> the series apply as
+#   their cover letters say, To/Cc up to date -> build (x86 kernel,
 #   perf, selftests) -> arm64 build of the touched directories -> every
 #   patch builds on its own, perf also without libelf and without libdw
-#   (libunwind) -> their guest tests -> harness tests (log check, injected WARN in
+#   (libunwind) -> their guest tests -> the packages of make packages, small -> harness tests (log check, injected WARN in
 #   L1, contributor workflow) -> perf's ORC test on Debian's stock kernel
 #   image -> guest_callchain_test on Intel VMX under Bochs -> the L1 suite (KVM selftests, perf test) ->
 #   the VMs' opt-in in an L1 under lockdown=integrity ->
@@ -69,7 +70,6 @@ unmaintained_files() {
 checkpatch() {
 	local p ignore
 	while read -r p; do
-		case "$p" in ''|'#'*|0000-cover-letter.patch) continue ;; esac
 		# In patches that touch only tools/perf (and MAINTAINERS), two
 		# checks misfire on perf's own conventions: perf test reads a shell test's
 		# description from line 2, so SPDX goes on line 3; and libc's
@@ -93,7 +93,7 @@ checkpatch() {
 			record FAIL "checkpatch/$p"
 			sed 's/^/    | /' "$RESULTS/checkpatch.log"
 		fi
-	done <"$TOP/patches/series"
+	done < <(series_patches)
 }
 
 roundtrip() {
@@ -176,6 +176,10 @@ stage demo-deps bash "$TOP/demo/deps.sh" || record FAIL stage/demo-deps
 must tree bash "$TOP/scripts/tree.sh"
 stage checkpatch checkpatch
 stage export-roundtrip roundtrip
+# The postable series: each applies on the base with what it needs and after
+# the others, and its To/Cc are what get_maintainer.pl says.
+tested series/apply bash "$TOP/scripts/series-check.sh"
+tested series/recipients bash "$TOP/scripts/recipients.sh" --check
 must build-kernel bash "$TOP/scripts/build-kernel.sh"
 must build-perf bash "$TOP/scripts/build-perf.sh"
 must build-selftests bash "$TOP/scripts/build-selftests.sh"
@@ -184,6 +188,9 @@ tested build/bisect bash "$TOP/scripts/bisect-build.sh"
 for v in $PERF_VARIANTS; do
 	tested "perf/$v" perf_variant "$v"
 done
+# make packages' path, in its small configuration: a kernel package with
+# KVM's modules and the perf package, their contents checked.
+tested packages/small env PKG_SMALL=1 bash "$TOP/scripts/packages.sh"
 stage harness harness
 tested perf/orc-stock-kernel orc_stock_kernel
 # KVM's Intel code: guest_callchain_test under Bochs' emulated VMX.

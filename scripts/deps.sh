@@ -13,6 +13,8 @@ packages=(
 	# perf from tools/perf
 	pkg-config libdw-dev libtraceevent-dev python3-dev python3-setuptools
 	libcap-dev zlib1g-dev libzstd-dev liblzma-dev libnuma-dev libslang2-dev
+	# make packages: the kernel's bindeb-pkg, the perf package's dependencies
+	dpkg-dev debhelper fakeroot zstd
 	# perf's other builds (lib.sh's perf_variant_args): libunwind's unwinder
 	libunwind-dev
 	# KVM selftests

@@ -38,6 +38,18 @@ die() { printf '[%s] error: %s\n' "$(basename "$0" .sh)" "$*" >&2; exit 1; }
 
 # Run a command as root: CI and the development machines are root, anyone
 # else goes through sudo.
+# The postable series of a patches directory (default patches/) in the order
+# they apply, and their patches as NAME/FILE, cover letters aside.
+series_names() { grep -v -e '^#' -e '^$' "${1:-$TOP/patches}/series" | awk '{ print $1 }'; }
+series_patches() {
+	local dir=${1:-$TOP/patches} name
+	for name in $(series_names "$dir"); do
+		grep -v -e '^#' -e '^$' -e '^0000-' "$dir/$name/series" | sed "s|^|$name/|"
+	done
+}
+# The series that need series $1 (to apply), by patches/series.
+series_needing() { awk -v s="$1" '!/^#/ { for (i = 2; i <= NF; i++) if ($i == s) print $1 }' "$TOP/patches/series"; }
+
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then
 		"$@"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Materialise the work tree: the base commit (scripts/source.sh), then every
-# patch of patches/series applied with 'git am', one commit each, on the
-# branch 'series'.
+# series of patches/series in its order, each patch of patches/NAME/series
+# applied with 'git am', one commit each, on the branch 'series'.
 #
 # Idempotent: a tree whose commits already export to exactly patches/ is left
 # alone.  A tree that still exports to the patches it was made from, while
@@ -21,9 +21,9 @@ identity() {
 }
 identity
 
-# What the tree was made from: a digest of the patches, cover letter aside.
+# What the tree was made from: a digest of the patches, cover letters aside.
 stamp=$(git rev-parse --git-dir)/materialised-from
-digest() { (cd "$1" && LC_ALL=C ls 0[0-9]*.patch | grep -v '^0000-' | xargs cat series | sha256sum | cut -d' ' -f1); }
+digest() { (cd "$1" && series_patches . | xargs cat series | sha256sum | cut -d' ' -f1); }
 
 if git rev-parse -q --verify refs/heads/series >/dev/null; then
 	if [ "${FORCE:-0}" != 1 ]; then
@@ -49,9 +49,8 @@ git checkout -q -f -B series base
 git clean -q -f -d
 n=0
 while read -r patch; do
-	case "$patch" in ''|'#'*|0000-cover-letter.patch) continue ;; esac
 	git am -q --keep-cr "$TOP/patches/$patch" || die "patches/$patch does not apply; see 'git -C $TREE am --show-current-patch'"
 	n=$((n + 1))
-done <"$TOP/patches/series"
+done < <(series_patches "$TOP/patches")
 digest "$TOP/patches" >"$stamp"
-say "tree at $TREE: base + $n patches on branch 'series'"
+say "tree at $TREE: base + $n patches of $(series_names "$TOP/patches" | wc -l) series on branch 'series'"

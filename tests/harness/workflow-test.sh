@@ -2,7 +2,8 @@
 # The contributor workflow, end to end, on a throw-away clone of the work
 # tree: change one line of an earlier patch in the tree, commit it as a
 # fixup, rebase, export with scripts/export.sh, and check that exactly that
-# patch (and the cover letter's diffstat) changed.  A sparse checkout keeps it
+# patch changed, with its series' cover letter (diffstat) and those of the
+# series that need it (prerequisite-patch-id).  A sparse checkout keeps it
 # to a few seconds.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
@@ -13,9 +14,9 @@ clone=$scratch/linux
 
 # A file that only one patch touches, so that exactly one patch must change.
 patch= file=
-for p in $(grep -v -e '^#' -e '^$' -e '^0000-' "$TOP/patches/series"); do
+for p in $(series_patches); do
 	for f in $(sed -n 's|^+++ b/||p' "$TOP/patches/$p"); do
-		if [ "$(grep -l -x -F -- "+++ b/$f" "$TOP"/patches/0*.patch | wc -l)" -eq 1 ]; then
+		if [ "$(grep -l -x -F -- "+++ b/$f" "$TOP"/patches/*/0*.patch | wc -l)" -eq 1 ]; then
 			patch=$p file=$f
 			break 2
 		fi
@@ -35,11 +36,15 @@ echo "/* workflow test */" >>"$file"
 git commit -q -a --fixup="$(git log --format=%H base..series -- "$file" | tail -n 1)"
 GIT_SEQUENCE_EDITOR=: git rebase -q -i --autosquash base
 
-mkdir "$scratch/patches"
-cp "$TOP/patches/0000-cover-letter.patch" "$scratch/patches/"
 TREE=$clone PATCHES=$scratch/patches bash "$TOP/scripts/export.sh" >/dev/null
-changed=$( (diff -rq "$TOP/patches" "$scratch/patches" || true) | awk '{print $2}' | xargs -n1 basename | sort | tr '\n' ' ')
-expected=$(printf '%s\n' 0000-cover-letter.patch "$(basename "$patch")" | sort | tr '\n' ' ')
+changed=$( (diff -rq "$TOP/patches" "$scratch/patches" || true) | awk '{print $2}' |
+	sed "s|^$TOP/patches/||" | sort | tr '\n' ' ')
+# The patch, its series' cover letter (diffstat), and the cover letters of
+# the series that need it (prerequisite-patch-id).
+series=${patch%%/*}
+# shellcheck disable=SC2046
+expected=$(printf '%s\n' "$patch" "$series/0000-cover-letter.patch" \
+	$(series_needing "$series" | sed 's|$|/0000-cover-letter.patch|') | sort | tr '\n' ' ')
 if [ "$changed" != "$expected" ]; then
 	echo "expected only '$expected' to change, got '$changed'"
 	exit 1

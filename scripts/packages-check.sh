@@ -1,0 +1,71 @@
+#!/bin/bash
+# Check what 'make packages' built (scripts/packages.sh): the packages a host
+# installs hold what the README's "On your own host" uses.
+#
+#   scripts/packages-check.sh DIR
+#
+# The kernel package: a bzImage, its config with KVM as modules, kvm,
+# kvm_intel and kvm_amd among its modules, and kvm.ko of this series (its
+# enable_guest_callchains parameter).  The perf package: perf under
+# /opt/perf-guest-callchains, built with the libraries the guest workflows
+# need, with 'perf kvm script', --guestimage, perf inject --guest-data,
+# --sort vm and the flame graph scripts; its Depends name those libraries.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+dir=${1:?usage: packages-check.sh DIR}
+bad=0
+ok() { say "ok: $*"; }
+bad() { say "FAIL: $*"; bad=1; }
+
+image=$(ls "$dir"/linux-image-*.deb 2>/dev/null | grep -v -- -dbg_ | head -n 1)
+[ -n "$image" ] || die "no linux-image package in $dir"
+contents=$(dpkg-deb -c "$image" | awk '{ print $6 }')
+release=$(sed -n 's|^\./boot/vmlinuz-||p' <<<"$contents")
+[ -n "$release" ] && ok "$(basename "$image"): /boot/vmlinuz-$release" || bad "no /boot/vmlinuz in $image"
+for module in kvm kvm-intel kvm-amd; do
+	grep -qE "/kernel/arch/x86/kvm/$module\.ko(\.xz|\.zst|\.gz)?$" <<<"$contents" &&
+		ok "module $module" || bad "no $module.ko in $image"
+done
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+dpkg-deb -x "$image" "$scratch/image"
+config=$scratch/image/boot/config-$release
+for option in KVM KVM_INTEL KVM_AMD; do
+	grep -qx "CONFIG_$option=m" "$config" && ok "CONFIG_$option=m" || bad "CONFIG_$option is not m in /boot/config-$release"
+done
+kvm=$(find "$scratch/image" -name 'kvm.ko*' | head -n 1)
+case $kvm in
+*.xz) xz -dc "$kvm" ;; *.zst) zstd -qdc "$kvm" ;; *.gz) gzip -dc "$kvm" ;; *) cat "$kvm" ;;
+esac | grep -qa 'enable_guest_callchains' && ok "kvm.ko has enable_guest_callchains (the series)" ||
+	bad "kvm.ko has no enable_guest_callchains: not the series' kvm"
+
+perfdeb=$(ls "$dir"/perf-guest-callchains_*.deb 2>/dev/null | head -n 1)
+[ -n "$perfdeb" ] || die "no perf-guest-callchains package in $dir"
+dpkg-deb -x "$perfdeb" "$scratch/perf"
+prefix=$scratch/perf/opt/perf-guest-callchains
+perf=$prefix/bin/perf
+[ -x "$perf" ] && ok "$(basename "$perfdeb"): $("$perf" version)" || die "no executable perf in $perfdeb"
+opts=$("$perf" version --build-options)
+for feature in dwarf libelf libtraceevent libpython zstd lzma; do
+	grep -qE "^ +$feature: \[ on" <<<"$opts" && ok "perf with $feature" || bad "perf built without $feature"
+done
+depends=$(dpkg-deb -f "$perfdeb" Depends)
+for lib in libdw1 libelf1 libtraceevent1 libzstd1 liblzma5; do
+	grep -q "$lib" <<<"$depends" && ok "Depends: $lib" || bad "Depends lacks $lib: $depends"
+done
+"$perf" kvm -h 2>&1 | grep -q 'script}' && ok "perf kvm script" || bad "perf kvm has no script"
+"$perf" kvm -h 2>&1 | grep -q -- '--guestimage' && ok "perf kvm --guestimage" || bad "perf kvm has no --guestimage"
+"$perf" inject -h 2>&1 | grep -q -- '--guest-data' && ok "perf inject --guest-data" || bad "perf inject has no --guest-data"
+# A sort key is looked up once there is a file to report: an empty one.
+"$perf" record -q -o "$scratch/empty.data" -e dummy -- true >/dev/null 2>&1 || true
+! "$perf" report -i "$scratch/empty.data" --sort vm --stdio 2>&1 | grep -qi "unknown --sort key" &&
+	[ -s "$scratch/empty.data" ] && ok "perf report --sort vm" || bad "perf report has no sort key vm (or perf record failed)"
+for script in flamegraph.py stackcollapse.py; do
+	grep -qs -- 'include-vm\|no-vm' "$prefix/libexec/perf-core/scripts/python/$script" &&
+		ok "scripts/python/$script (by VM)" || bad "no $script of the series in the package"
+done
+"$prefix/bin/kvm_guest_callchains" --help 2>&1 | grep -qi 'usage' && ok "kvm_guest_callchains" ||
+	bad "no kvm_guest_callchains in the perf package"
+[ $bad -eq 0 ] || die "the packages in $dir lack what the README uses (above)"
+say "packages in $dir hold what the README uses"
