@@ -34,10 +34,14 @@ config=$scratch/image/boot/config-$release
 for option in KVM KVM_INTEL KVM_AMD; do
 	grep -qx "CONFIG_$option=m" "$config" && ok "CONFIG_$option=m" || bad "CONFIG_$option is not m in /boot/config-$release"
 done
+# (Whole outputs in variables: 'grep -q' on a pipe would make its writer
+# die of SIGPIPE, which pipefail counts.)
 kvm=$(find "$scratch/image" -name 'kvm.ko*' | head -n 1)
 case $kvm in
-*.xz) xz -dc "$kvm" ;; *.zst) zstd -qdc "$kvm" ;; *.gz) gzip -dc "$kvm" ;; *) cat "$kvm" ;;
-esac | grep -qa 'enable_guest_callchains' && ok "kvm.ko has enable_guest_callchains (the series)" ||
+*.xz) xz -dc "$kvm" >"$scratch/kvm.ko" ;; *.zst) zstd -qdc "$kvm" >"$scratch/kvm.ko" ;;
+*.gz) gzip -dc "$kvm" >"$scratch/kvm.ko" ;; *) cp "$kvm" "$scratch/kvm.ko" ;;
+esac
+grep -qa 'enable_guest_callchains' "$scratch/kvm.ko" && ok "kvm.ko has enable_guest_callchains (the series)" ||
 	bad "kvm.ko has no enable_guest_callchains: not the series' kvm"
 
 perfdeb=$(ls "$dir"/perf-guest-callchains_*.deb 2>/dev/null | head -n 1)
@@ -54,18 +58,22 @@ depends=$(dpkg-deb -f "$perfdeb" Depends)
 for lib in libdw1 libelf1 libtraceevent1 libzstd1 liblzma5; do
 	grep -q "$lib" <<<"$depends" && ok "Depends: $lib" || bad "Depends lacks $lib: $depends"
 done
-"$perf" kvm -h 2>&1 | grep -q 'script}' && ok "perf kvm script" || bad "perf kvm has no script"
-"$perf" kvm -h 2>&1 | grep -q -- '--guestimage' && ok "perf kvm --guestimage" || bad "perf kvm has no --guestimage"
-"$perf" inject -h 2>&1 | grep -q -- '--guest-data' && ok "perf inject --guest-data" || bad "perf inject has no --guest-data"
+kvm_help=$("$perf" kvm -h 2>&1 || true)
+inject_help=$("$perf" inject -h 2>&1 || true)
+grep -q 'script}' <<<"$kvm_help" && ok "perf kvm script" || bad "perf kvm has no script"
+grep -q -- '--guestimage' <<<"$kvm_help" && ok "perf kvm --guestimage" || bad "perf kvm has no --guestimage"
+grep -q -- '--guest-data' <<<"$inject_help" && ok "perf inject --guest-data" || bad "perf inject has no --guest-data"
 # A sort key is looked up once there is a file to report: an empty one.
 "$perf" record -q -o "$scratch/empty.data" -e dummy -- true >/dev/null 2>&1 || true
-! "$perf" report -i "$scratch/empty.data" --sort vm --stdio 2>&1 | grep -qi "unknown --sort key" &&
+sort_vm=$("$perf" report -i "$scratch/empty.data" --sort vm --stdio 2>&1 || true)
+! grep -qi "unknown --sort key" <<<"$sort_vm" &&
 	[ -s "$scratch/empty.data" ] && ok "perf report --sort vm" || bad "perf report has no sort key vm (or perf record failed)"
 for script in flamegraph.py stackcollapse.py; do
 	grep -qs -- 'include-vm\|no-vm' "$prefix/libexec/perf-core/scripts/python/$script" &&
 		ok "scripts/python/$script (by VM)" || bad "no $script of the series in the package"
 done
-"$prefix/bin/kvm_guest_callchains" --help 2>&1 | grep -qi 'usage' && ok "kvm_guest_callchains" ||
+tool_help=$("$prefix/bin/kvm_guest_callchains" --help 2>&1 || true)
+grep -qi 'usage' <<<"$tool_help" && ok "kvm_guest_callchains" ||
 	bad "no kvm_guest_callchains in the perf package"
 [ $bad -eq 0 ] || die "the packages in $dir lack what the README uses (above)"
 say "packages in $dir hold what the README uses"
