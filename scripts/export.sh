@@ -83,7 +83,7 @@ while read -r name first last needs; do
 	# series it needs, by patch id (as 'format-patch --base' writes them).
 	{
 		echo
-		echo "base-commit: $(git rev-parse base)"
+		echo "base-commit: $(git rev-parse "base^{commit}")"
 		for need in $needs; do
 			awk -v s="$need" '$1 == s { print $2 }' "$work/assignment" |
 				while read -r c; do
