@@ -74,7 +74,10 @@ configure_kernel() {
 	# (lsmod), and KVM's three whatever the host's vendor: a build of tens
 	# of minutes instead of hours.
 	if [ "${PKG_LOCALMODCONFIG:-0}" = 1 ]; then
-		lsmod >"$PKGOUT/lsmod.txt"
+		lsmod >"$PKGOUT/lsmod.txt" 2>/dev/null || {
+			say "this host lists no loaded modules (no /proc/modules): keeping none but KVM's"
+			echo "Module                  Size  Used by" >"$PKGOUT/lsmod.txt"
+		}
 		say "trimming to the $(($(wc -l <"$PKGOUT/lsmod.txt") - 1)) modules this host has loaded (localmodconfig)"
 		kmake LSMOD="$PKGOUT/lsmod.txt" localmodconfig </dev/null >/dev/null 2>&1 ||
 			die "make localmodconfig failed"
