@@ -97,7 +97,8 @@ configure_kernel() {
 configure_kernel
 say "building the kernel package (make bindeb-pkg) in $kobj"
 start=$(date +%s)
-kmake bindeb-pkg >"$PKGOUT/kernel-build.log" 2>&1 || {
+# LOCALVERSION= (empty, set): no "+" for a tree past its release tag.
+kmake LOCALVERSION= bindeb-pkg >"$PKGOUT/kernel-build.log" 2>&1 || {
 	tail -n 40 "$PKGOUT/kernel-build.log"
 	die "make bindeb-pkg failed (log: $PKGOUT/kernel-build.log)"
 }
