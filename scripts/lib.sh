@@ -47,7 +47,8 @@ series_patches() {
 		grep -v -e '^#' -e '^$' -e '^0000-' "$dir/$name/series" | sed "s|^|$name/|"
 	done
 }
-# The series that need series $1 (to apply), by patches/series.
+# The series that series $1 needs to apply, and the series that need it.
+series_needs() { awk -v s="$1" '!/^#/ && $1 == s { for (i = 2; i <= NF; i++) print $i }' "$TOP/patches/series"; }
 series_needing() { awk -v s="$1" '!/^#/ { for (i = 2; i <= NF; i++) if ($i == s) print $1 }' "$TOP/patches/series"; }
 
 as_root() {

@@ -13,8 +13,6 @@ git rev-parse -q --verify refs/tags/base >/dev/null || die "no base commit in $T
 index=$(mktemp)
 trap 'rm -f "$index"' EXIT
 
-needs_of() { awk -v s="$1" '!/^#/ && $1 == s { for (i = 2; i <= NF; i++) print $i }' "$TOP/patches/series"; }
-
 # Apply the series named in the arguments, in that order, to the base.
 applies() {
 	local name patch
@@ -33,13 +31,14 @@ applies() {
 failed=0
 for name in $(series_names); do
 	# shellcheck disable=SC2046
-	if applies $(needs_of "$name") "$name"; then
-		say "$name applies on the base with what it needs: $(needs_of "$name" | tr '\n' ' ')"
+	if applies $(series_needs "$name") "$name"; then
+		say "$name applies on the base with what it needs: $(series_needs "$name" | tr '\n' ' ')"
 	else
 		failed=1
 	fi
 	others=$(for other in $(series_names); do
-		[ "$other" = "$name" ] || needs_of "$other" | grep -qx "$name" || echo "$other"
+		needs=" $(series_needs "$other" | tr '\n' ' ')"
+		[ "$other" = "$name" ] || [[ $needs == *" $name "* ]] || echo "$other"
 	done)
 	# shellcheck disable=SC2086
 	if applies $others "$name"; then
