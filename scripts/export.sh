@@ -43,7 +43,9 @@ while read -r name first last needs; do
 	description=$work/$name.description
 	if [ -f "$src/0000-cover-letter.patch" ]; then
 		awk '
-			/^Subject: / { sub(/^Subject: \[[^]]*\] /, ""); subject = $0; next }
+			/^Subject: / { sub(/^Subject: \[[^]]*\] /, ""); subject = $0; folded = 1; next }
+			folded && /^[ \t]/ { sub(/^[ \t]/, ""); subject = subject " " $0; next }
+			{ folded = 0 }
 			subject != "" && !body && /^$/ { body = 1; print subject; print ""; next }
 			body && /^[^ ].* \([0-9]+\):$/ { exit }
 			body { print }
