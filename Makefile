@@ -4,16 +4,22 @@
 #                 in build/demo-out (DEMO_OUT=dir, DEMO_SECONDS=20;
 #                 DEMO_GUESTS=3: three VMs at once, the flame graph by VM)
 #   make check    every test (scripts/all-tests.sh): deps, tree, checkpatch,
-#                 builds, harness tests, the L1 suite, bench smoke, short demo
+#                 builds, harness tests, the L1 suite, bench smoke, short demo;
+#                 judged against tests/expected (every result, and the skips
+#                 it allows with their reasons); CHECK_SECONDS=4800 its time
+#   make expected rewrite tests/expected from the last make check's results
+#                 (build/out/check/results.txt): read the diff before committing
 #   make build    the patched kernel, perf and the KVM selftests
 #   make tree     materialise build/linux: base + patches/ with git am
 #   make export   write the commits of build/linux back into patches/
 #   make bench    in-kernel vs userspace guest call-chain sampling, side by
 #                 side inside L1 (about 11 min): build/bench-out/results.md, overhead.png
 #   make bisect   every patch builds on its own, perf at each also without
-#                 libelf and without libdw (make check: only at the last;
-#                 BISECT_VARIANTS=changed: where the libraries can change
-#                 what builds; about 25 min with an empty ccache)
+#                 libelf and without libdw (BISECT_VARIANTS=changed: where
+#                 the libraries can change what builds; about 25 min with an
+#                 empty ccache); make check builds only the patches that
+#                 tests/verified-builds does not record built, and perf's
+#                 other builds at the last
 #   make bochs    every guest_callchain_test sub-test on Intel VMX, our
 #                 kernel under Bochs (about 5 min; make check runs a part)
 #   make demo-soak RUNS=10 HOG=0   the short demo RUNS times in a row, checked,
@@ -28,12 +34,15 @@
 
 S := scripts
 
-.PHONY: all check build deps tree export kernel perf selftests bench demo demo-deps demo-soak bochs bisect packages l1 clean distclean
+.PHONY: all check expected build deps tree export kernel perf selftests bench demo demo-deps demo-soak bochs bisect packages l1 clean distclean
 
 all: build
 
 check:
 	@bash $(S)/all-tests.sh
+
+expected:
+	@python3 $(S)/results.py accept build/out/check/results.txt tests/expected
 
 deps:
 	@bash $(S)/deps.sh

@@ -31,6 +31,12 @@ expect() {
 	sed 's/^/    | /' "$tmp/out" | tail -n 20
 }
 
+# count KEY FILE: a figure of a perf kvm script output, as the demo's
+# checks count it (demo/checks.py counts: samples, deep_kernel, the
+# samples with guest kernel frames beyond the first, placed_user, the
+# user space samples given to a guest thread, ...).
+count() { python3 "$TOP/demo/checks.py" counts "$2" "$1"; }
+
 : >"$tmp/file"
 expect "output directory not writable" nonzero "output directory .* is not writable" \
 	bash "$TOP/demo/run.sh" "$tmp/file/out"
@@ -103,8 +109,7 @@ for image in missing wrong; do
 			env STOCK_KERNEL="$tmp/ourkernel" bash "$TOP/demo/report.sh" "$tmp/$image"
 		reason="has no ORC tables"
 	fi
-	deep=$(awk '/^[^\t]/ { n = 0; next } /^\tffff/ { if (++n == 2) deep++ } END { print deep + 0 }' \
-		"$tmp/$image/perf-kvm-script.txt")
+	deep=$(count deep_kernel "$tmp/$image/perf-kvm-script.txt")
 	if grep -q "Not unwinding guest kernel stacks: .*$reason" "$tmp/$image/perf-kvm-script.err" &&
 		grep -q "has no frame pointers" "$tmp/$image/perf-kvm-script.err" &&
 		! grep -q "Record it with --call-graph dwarf" "$tmp/$image/perf-kvm-script.err" &&
@@ -123,8 +128,7 @@ done
 HOME=$demo/guest-data/root "$PERF" kvm --guest --guestmount="$demo/guestmount" \
 	--guestimage="$BZIMAGE,$STOCK_KERNEL/vmlinuz" -i "$demo/perf.data.guest" script \
 	>"$tmp/images.txt" 2>"$tmp/images.err"
-deep=$(awk '/^[^\t]/ { n = 0; next } /^\tffff/ { if (++n == 2) deep++ } END { print deep + 0 }' \
-	"$tmp/images.txt")
+deep=$(count deep_kernel "$tmp/images.txt")
 if [ "$deep" -gt 0 ] && grep -q "Not unwinding guest kernel stacks: $BZIMAGE has no ORC tables" "$tmp/images.err"; then
 	echo "ok: two guest kernel images: $deep guest kernel stacks unwound with the guest's, the other refused"
 else
@@ -139,9 +143,8 @@ fi
 if [ "$(cat "$demo/demo-guest" 2>/dev/null)" = stock ]; then
 	"$PERF" kvm --guest --guestmount="$demo/guestmount" --guestvmlinux="$STOCK_KERNEL/vmlinuz" \
 		-i "$demo/perf.data" script >"$tmp/vmlinux-option.txt" 2>"$tmp/vmlinux-option.err"
-	deep=$(awk '/^[^\t]/ { n = 0; next } /^\tffff/ { if (++n == 2) deep++ } END { print deep + 0 }' \
-		"$tmp/vmlinux-option.txt")
-	samples=$(grep -c 'cpu-clock' "$tmp/vmlinux-option.txt")
+	deep=$(count deep_kernel "$tmp/vmlinux-option.txt")
+	samples=$(count samples "$tmp/vmlinux-option.txt")
 	if grep -q "with --guestimage" "$tmp/vmlinux-option.err" && [ "$deep" = 0 ] &&
 		[ "$samples" -gt 0 ]; then
 		echo "ok: kernel image given with --guestvmlinux: $samples samples, the option that unwinds named, chains cut"
@@ -159,8 +162,8 @@ cp -a "$demo/perf.data" "$demo/guest" "$demo/guestmount" "$demo/demo-guest" "$tm
 echo "this is not a maps file" >"$tmp/badmaps/guest/workload.maps"
 expect "corrupt guest maps file" 0 "drawing" bash "$TOP/demo/report.sh" "$tmp/badmaps"
 if grep -q "is not a /proc/PID/maps file" "$tmp/badmaps/perf-kvm-script.err" &&
-	[ "$(grep -c 'cpu-clock:' "$tmp/badmaps/perf-kvm-script.txt")" = \
-	  "$(grep -c 'cpu-clock:' "$demo/perf-kvm-script.txt")" ] &&
+	[ "$(count samples "$tmp/badmaps/perf-kvm-script.txt")" = \
+	  "$(count samples "$demo/perf-kvm-script.txt")" ] &&
 	grep -q do_syscall_64 "$tmp/badmaps/perf-kvm-script.txt"; then
 	echo "ok: corrupt guest maps file: reported, every sample kept, guest kernel symbols resolved"
 else
@@ -226,9 +229,7 @@ if [ -d "$demo/guest-data" ]; then
 		printf "%.0f,%s\n", off, $2 }' "$demo/guest-clock" >"$tmp/ahead/guest-clock"
 	ahead=$(paste -d, "$demo/guest-clock" "$tmp/ahead/guest-clock" | awk -F, '{ printf "%.0f", ($3 - $1) / 1e9 }')
 	expect "guest clock ahead" 0 "drawing" bash "$TOP/demo/report.sh" "$tmp/ahead"
-	misplaced=$(awk '/^[^\t]/ { comm = $1; first = 1; next }
-		/^\t/ { if (first && $1 !~ /^ffff/ && comm != "[unknown") n++; first = 0 }
-		END { print n + 0 }' "$tmp/ahead/perf-kvm-script.txt")
+	misplaced=$(count placed_user "$tmp/ahead/perf-kvm-script.txt")
 	if [ "$misplaced" = 0 ] && grep -q "^\[unknown guest thread\]" "$tmp/ahead/perf-kvm-script.txt"; then
 		echo "ok: guest clock ahead ($ahead s): every guest user space sample the unknown guest thread's"
 	else

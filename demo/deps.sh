@@ -12,7 +12,7 @@ template=$FLAMEGRAPH_TEMPLATE
 playwright=$NPMDIR/node_modules/playwright-core/package.json
 if ! echo "$TEMPLATE_MD5  $template" | md5sum -c --status 2>/dev/null ||
 	! grep -q '"version": "1.49.1"' "$playwright" 2>/dev/null; then
-	command -v npm >/dev/null || die "npm missing: install Node.js and npm"
+	command -v npm >/dev/null || die "npm missing: run 'make deps' (it installs Debian's nodejs and npm)"
 	say "installing d3-flame-graph@4.1.3 and playwright-core@1.49.1 (no browser download) from npm"
 	mkdir -p "$NPMDIR"
 	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --silent --no-audit --no-fund --save-exact \

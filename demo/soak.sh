@@ -40,8 +40,8 @@ for run in $(seq "$runs"); do
 		result=FAILED
 		failed=$((failed + 1))
 	fi
-	unknown=$(awk '/^[^\t]/ { s++; if (/^\[unknown guest thread\]/) u++ } END { printf "%d/%d", u, s }' \
-		"$out/perf-kvm-script.txt" 2>/dev/null)
+	unknown=$(python3 "$TOP/demo/checks.py" counts "$out/perf-kvm-script.txt" 2>/dev/null |
+		awk '$1 == "samples" { s = $2 } $1 == "unknown_thread" { u = $2 } END { if (s != "") printf "%d/%d", u, s }')
 	printf '%-4s %-6s %6s %6s %8s %6s %7s %8s %9s %8s\n' "$run" "$result" $(($(date +%s) - start)) \
 		"$(value rate "$out")" "$(value samples "$out")" "$(value lost "$out")" \
 		"$(value lost_percent "$out")" "$(value attempts "$out")" "$(value sideband_lost "$out")" \

@@ -1,20 +1,29 @@
 #!/bin/bash
 # Debian's own stock cloud kernel, installed from its package as a user
-# would: the newest linux-image-6.12.*+deb12-cloud-amd64-unsigned that apt
-# knows, unpacked once into $STOCK_KERNEL (vmlinuz, config, release).  It
-# unwinds with ORC and has no frame pointers, no 9p and virtio-blk as a
-# module: the demo's guest boots it from an initramfs and hands its symbols
-# over a virtio console port (demo/guest-init.sh).
+# would: linux-image-$STOCK_KERNEL_RELEASE-unsigned (config/base.conf pins
+# it; the newest 6.12 cloud kernel apt knows, loudly, when Debian no longer
+# serves that one), unpacked once into $STOCK_KERNEL (vmlinuz, config,
+# release).  It unwinds with ORC and has no frame pointers, no 9p and
+# virtio-blk as a module: the demo's guest boots it from an initramfs and
+# hands its symbols over a virtio console port (demo/guest-init.sh).
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
-if [ -s "$STOCK_KERNEL/vmlinuz" ] && [ -s "$STOCK_KERNEL/release" ]; then
-	say "Debian's stock cloud kernel $(cat "$STOCK_KERNEL/release") at $STOCK_KERNEL"
+pinned=linux-image-$STOCK_KERNEL_RELEASE-unsigned
+if [ -s "$STOCK_KERNEL/vmlinuz" ] && [ "$(cat "$STOCK_KERNEL/release" 2>/dev/null)" = "$STOCK_KERNEL_RELEASE" ]; then
+	say "Debian's stock cloud kernel $STOCK_KERNEL_RELEASE at $STOCK_KERNEL"
 	exit 0
 fi
-package=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9.]+\+deb12-cloud-amd64-unsigned$' |
-	cut -d' ' -f1 | sort -V | tail -n 1)
-[ -n "$package" ] || die "apt knows no linux-image-6.12.*+deb12-cloud-amd64-unsigned: run 'apt-get update'"
+suites="Debian 12 serves its 6.12 kernels from the bookworm-security and bookworm-updates suites: have both in apt's sources (Debian's standard sources do) and run 'apt-get update'"
+package=
+if [ -n "$(apt-cache policy "$pinned" 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v '(none)')" ]; then
+	package=$pinned
+else
+	package=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9.]+\+deb12-cloud-amd64-unsigned$' |
+		cut -d' ' -f1 | sort -V | tail -n 1)
+	[ -n "$package" ] || die "apt knows no $pinned, nor any linux-image-6.12.*+deb12-cloud-amd64-unsigned. $suites"
+	say "WARNING: apt knows no $pinned (config/base.conf pins it; $suites); using $package"
+fi
 say "downloading $package (Debian's stock cloud kernel)"
 rm -rf "$STOCK_KERNEL"
 mkdir -p "$STOCK_KERNEL/deb"

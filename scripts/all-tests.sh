@@ -1,17 +1,31 @@
 #!/bin/bash
-# Every test, run by 'make check' (and so by CI), from nothing, ending in
-# "N passed, N failed, N skipped" and a non-zero exit on any failure.
-# Results in $OUT/check: results.txt and a log per test.
-#   deps -> tree -> checkpatch + export round trip -> the series apply as
-#   their cover letters say, To/Cc up to date -> build (x86 kernel,
-#   perf, selftests) -> arm64 build of the touched directories -> every
-#   patch builds on its own, perf also without libelf and without libdw
-#   (libunwind) -> their guest tests -> the packages of make packages, small -> harness tests (log check, injected WARN in
-#   L1, contributor workflow) -> perf's ORC test on Debian's stock kernel
-#   image -> guest_callchain_test on Intel VMX under Bochs -> the L1 suite (KVM selftests, perf test) ->
-#   the VMs' opt-in in an L1 under lockdown=integrity ->
-#   a smoke run of the benchmark -> the short demo and its bad uses -> two
-#   VMs at once, one recording, told apart, and given the wrong sidebands
+# Every test, run by 'make check' (and so by CI), from nothing, ending in a
+# stage-time table and "N passed, N failed, N skipped", and a non-zero exit
+# on any failure.  Results in $OUT/check: results.txt (a line per test and
+# sub-test: PASS|FAIL|SKIP NAME), a log per stage, stages.txt (their times).
+#
+# The run is judged against tests/expected (scripts/results.py check): every
+# result listed there must be recorded, and pass unless the list says why it
+# may skip; any other skip, a missing result, a listed skip that now passes
+# or a result the list does not name fails the run.
+#
+# Stages: deps -> tree -> checkpatch + export round trip -> the series apply
+# as their cover letters say, To/Cc up to date -> build (x86 kernel, perf,
+# selftests; perf also without libelf and with libunwind) -> arm64 build of
+# the touched directories -> every patch builds on its own (those built
+# before with the same inputs, as tests/verified-builds records, are not
+# built again) -> perf's other builds' guest tests -> the packages of make
+# packages, small (when their inputs changed) -> harness tests -> perf test
+# on this host -> perf's ORC test on Debian's stock kernel image ->
+# guest_callchain_test on Intel VMX under Bochs, from a checkout under
+# /tmp -> the L1 suite (KVM selftests, the perf tests that need the
+# series' kernel) -> the VMs' opt-in in an L1 under lockdown=integrity -> a
+# smoke run of the benchmark -> the short demo and its bad uses -> two VMs
+# at once, one recording, told apart, and given the wrong sidebands.
+#
+# CHECK_SECONDS (4800) is the time the whole run may take: each stage gets
+# what is left (less a minute for the summary), and one that would run past
+# it is stopped and fails by name, as do those left with no time.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -19,40 +33,98 @@ RESULTS=$OUT/check
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 : >"$RESULTS/results.txt"
+export STAGE_TIMES=$RESULTS/stages.txt
+: >"$STAGE_TIMES"
 t0=$(date +%s)
+deadline=$((t0 + ${CHECK_SECONDS:-4800}))
+SUMMARY_SECONDS=60
 
 record() { echo "$1 $2" >>"$RESULTS/results.txt"; echo "$1 $2"; }
 
+stage_table() {
+	echo "=== stage times"
+	awk -F'\t' '{ printf "  %-28s %6ds  %s\n", $1, $2, $3 }' "$STAGE_TIMES"
+	printf '  %-28s %6ds\n' total $(($(date +%s) - t0))
+}
+
+# The verdict of the whole run: every result against tests/expected.
 summary() {
-	local passed failed skipped
-	echo "=== total: $(($(date +%s) - t0))s"
-	passed=$(grep -c '^PASS' "$RESULTS/results.txt")
-	failed=$(grep -c '^FAIL' "$RESULTS/results.txt")
-	skipped=$(grep -c '^SKIP' "$RESULTS/results.txt")
-	grep '^FAIL' "$RESULTS/results.txt" | sed 's/^/failed: /'
-	echo "$passed passed, $failed failed, $skipped skipped"
-	[ "$failed" -eq 0 ]
+	stage_table
+	# One checkpatch result per patch of the series, besides the list.
+	series_patches | sed 's|^|checkpatch/|' >"$RESULTS/expected-checkpatch"
+	python3 "$TOP/scripts/results.py" check "$RESULTS/results.txt" "$TOP/tests/expected" \
+		"$RESULTS/expected-checkpatch"
 }
 
 # A stage everything after it depends on: on failure, count it and stop.
 must() {
-	stage "$@" && return 0
+	timed "$@" && return 0
 	record FAIL "stage/$1"
-	summary
+	stage_table
+	echo "stage $1 failed: the stages after it did not run"
+	grep '^FAIL' "$RESULTS/results.txt" | sed 's/^/failed: /'
+	echo "$(grep -c '^PASS' "$RESULTS/results.txt") passed, $(grep -c '^FAIL' "$RESULTS/results.txt") failed, $(grep -c '^SKIP' "$RESULTS/results.txt") skipped"
 	exit 1
 }
 
-# A stage that is itself a test: count it, go on either way.
+# Every process below PID $1, and $1 itself, killed (whatever session or
+# process group they made for themselves: script(1) and Bochs do).
+kill_tree() {
+	local pids=("$1") i=0 child
+	while [ $i -lt ${#pids[@]} ]; do
+		for child in $(ps -o pid= --ppid "${pids[$i]}" 2>/dev/null); do
+			pids+=("$child")
+		done
+		i=$((i + 1))
+	done
+	kill -KILL "${pids[@]}" 2>/dev/null || true
+}
+
+# stage() with the deadline: the stage gets the time left, less the
+# summary's; past it, it is stopped, says so and fails (status 124).
+current=
+trap '[ -z "$current" ] || kill_tree "$current"; exit 130' INT TERM
+timed() {
+	local name=$1 left rc=0 watchdog
+	left=$((deadline - $(date +%s) - SUMMARY_SECONDS))
+	if [ $left -le 0 ]; then
+		echo "=== stage $name: not run: no time left of CHECK_SECONDS=${CHECK_SECONDS:-4800}"
+		printf '%s\t0\tno time left\n' "$name" >>"$STAGE_TIMES"
+		return 124
+	fi
+	stage "$@" &
+	current=$!
+	(
+		sleep "$left"
+		echo "=== stage $name: out of time after ${left}s (CHECK_SECONDS=${CHECK_SECONDS:-4800}): stopped"
+		printf '%s\t%d\tout of time\n' "$name" "$left" >>"$STAGE_TIMES"
+		kill_tree "$current"
+	) &
+	watchdog=$!
+	wait "$current" || rc=$?
+	kill_tree "$watchdog"
+	wait "$watchdog" 2>/dev/null
+	current=
+	return $rc
+}
+
+# A stage that is itself a test: count it, go on either way.  It may add
+# results of its own (sub-tests) to $STAGE_RESULTS.
 tested() {
 	local name=$1 log=$RESULTS/${1//\//-}.log
 	shift
-	if stage "$name" "$@" >"$log" 2>&1; then
+	export STAGE_RESULTS=$RESULTS/${name//\//-}.results
+	: >"$STAGE_RESULTS"
+	if timed "$name" "$@" >"$log" 2>&1; then
 		grep '^=== stage' "$log"
 		record PASS "$name"
 	else
 		tail -n 40 "$log" | sed 's/^/    | /'
 		record FAIL "$name"
 	fi
+	cat "$STAGE_RESULTS" >>"$RESULTS/results.txt"
+	grep -v '^PASS' "$STAGE_RESULTS" | sed 's/^/    /'
+	unset STAGE_RESULTS
 }
 
 # Files a patch creates that no MAINTAINERS entry covers: print them and fail.
@@ -109,23 +181,33 @@ roundtrip() {
 	rm -rf "$scratch"
 }
 
+# The tests of the harness itself; exit status 4 (KSFT_SKIP) when one
+# cannot run here, which tests/expected must allow.
 harness() {
-	local t name
+	local t name rc
 	for t in "$TOP"/tests/harness/*-test.sh; do
 		name=$(basename "$t" .sh)
-		if bash "$t" >"$RESULTS/$name.log" 2>&1; then
-			record PASS "harness/$name"
-		else
+		rc=0
+		bash "$t" >"$RESULTS/$name.log" 2>&1 || rc=$?
+		case $rc in
+		0) record PASS "harness/$name" ;;
+		4) record SKIP "harness/$name # $(tail -n 1 "$RESULTS/$name.log")" ;;
+		*)
 			record FAIL "harness/$name"
 			tail -n 60 "$RESULTS/$name.log" | sed 's/^/    | /'
-		fi
+			;;
+		esac
 	done
 }
 
 l1suite() {
 	local rc=0
 	bash "$TOP/scripts/l1-run.sh" -t 2400 -n suite bash "$TOP/tests/l1/run.sh" || rc=$?
-	[ -f "$OUT/l1/suite/results.txt" ] && cat "$OUT/l1/suite/results.txt" >>"$RESULTS/results.txt"
+	if [ -s "$OUT/l1/suite/results.txt" ]; then
+		cat "$OUT/l1/suite/results.txt" >>"$RESULTS/results.txt"
+	else
+		record FAIL "l1/no-results"
+	fi
 	# Passing tests in a kernel whose log shows a report still fail the run.
 	if [ $rc -ne 0 ] && ! grep -q '^FAIL' "$OUT/l1/suite/results.txt" 2>/dev/null; then
 		record FAIL "l1/kernel-log-or-boot"
@@ -143,23 +225,16 @@ orc_stock_kernel() (
 	grep -q 'ORC unwinding: kernel image.*: Ok$' "$RESULTS/orc-stock-kernel.out"
 )
 
-# perf's other builds (lib.sh's PERF_VARIANTS) of the last patch, as
-# build/bisect left them: each is built as it says, and its guest tests
-# pass, the ones its libraries allow; libunwind's DWARF unwinder unwinds
-# guest user stacks, and only with the guest's own files.
+# perf's other builds (lib.sh's PERF_VARIANTS, build-perf.sh VARIANT): their
+# guest tests pass, the ones their libraries allow; libunwind's DWARF
+# unwinder unwinds guest user stacks, and only with the guest's own files.
 # (A subshell: die ends the test, not the run.)
 perf_variant() (
-	v=$1 perf=$BUILD/bisect-perf-$1/perf out=$RESULTS/perf-$1.out
-	[ -x "$perf" ] || die "no $perf: build/bisect builds it"
-	opts=$("$perf" version --build-options)
-	case $v in
-	noelf) want="libelf: \[ OFF" ;;
-	unwind) want="libunwind: \[ on" ;;
-	esac
-	echo "$opts" | grep -Eq "^ +$want" || { echo "$opts"; die "$perf is not built as $v says"; }
-	"$perf" test -v "Guest call chain" "Guest stack unwinding" "ORC unwinding" >"$out" 2>&1
-	[ "$v" != unwind ] || "$perf" test -v --dso "$STOCK_KERNEL/vmlinuz" \
-		"ORC unwinding: kernel image" >>"$out" 2>&1
+	v=$1 perf=$BUILD/perf-$1/perf out=$RESULTS/perf-$1.out
+	[ -x "$perf" ] || die "no $perf: build-perf.sh $v builds it"
+	"$perf" test -v --dso "$STOCK_KERNEL/vmlinuz" "Guest call chain" "Guest stack unwinding" \
+		"ORC unwinding" >"$out" 2>&1
+	python3 "$TOP/scripts/results.py" perftest "perf-$v" <"$out" >>"$STAGE_RESULTS"
 	grep -E '^ *[0-9.]+: .*: (Ok|FAILED!|Skip)' "$out"
 	! grep -q 'FAILED!' "$out" || return 1
 	grep -q 'Guest call chain: guest and host contexts *: Ok' "$out" || return 1
@@ -170,12 +245,48 @@ perf_variant() (
 	}
 )
 
+# make packages' path in its small configuration, when what it is made
+# from changed since tests/verified-builds recorded it built (make packages
+# PKG_SMALL=1 builds it whatever the record says): the packaging scripts,
+# the configurations, the base, the compiler and perf's build function.
+packages_small() {
+	local key verified=$TOP/tests/verified-builds
+	key=$( {
+		cat "$TOP/scripts/packages.sh" "$TOP/scripts/packages-check.sh" \
+			"$TOP/config/packages-small.config" "$TOP/config/base.conf"
+		gcc --version | head -n 1
+		declare -f perf_make
+	} | sha1sum | cut -d' ' -f1)
+	if grep -qx "packages-small $key" "$verified" 2>/dev/null; then
+		say "packages/small: built before from these inputs (tests/verified-builds: $key); PKG_SMALL=1 make packages builds it again"
+		return 0
+	fi
+	PKG_SMALL=1 bash "$TOP/scripts/packages.sh" || return 1
+	{ grep -v '^packages-small ' "$verified" 2>/dev/null || true; echo "packages-small $key"; } >"$verified.new"
+	mv "$verified.new" "$verified"
+}
+
+# guest_callchain_test under Bochs, run from a copy of this checkout under
+# /tmp (its build/ linked), where a user's clone may be: the selftests then
+# sit under /tmp in the machine's initramfs too.
+intel_vmx() {
+	local copy rc=0
+	copy=$(mktemp -d /tmp/check-checkout.XXXXXX)
+	(cd "$TOP" && git ls-files -z --cached --others --exclude-standard | grep -zv '^build/') |
+		(cd "$TOP" && xargs -0 cp --parents -t "$copy")
+	ln -s "$BUILD" "$copy/build"
+	say "running tests/bochs/vmx-test.sh from $copy"
+	bash "$copy/tests/bochs/vmx-test.sh" || rc=$?
+	rm -rf "$copy"
+	return $rc
+}
+
 must deps bash "$TOP/scripts/deps.sh"
 # Only the demo needs these: without them its stages fail, the rest runs.
-stage demo-deps bash "$TOP/demo/deps.sh" || record FAIL stage/demo-deps
+timed demo-deps bash "$TOP/demo/deps.sh" || record FAIL stage/demo-deps
 must tree bash "$TOP/scripts/tree.sh"
-stage checkpatch checkpatch
-stage export-roundtrip roundtrip
+timed checkpatch checkpatch
+timed export-roundtrip roundtrip
 # The postable series: each applies on the base with what it needs and after
 # the others, and its To/Cc are what get_maintainer.pl says.
 tested series/apply bash "$TOP/scripts/series-check.sh"
@@ -183,19 +294,23 @@ tested series/recipients bash "$TOP/scripts/recipients.sh" --check
 must build-kernel bash "$TOP/scripts/build-kernel.sh"
 must build-perf bash "$TOP/scripts/build-perf.sh"
 must build-selftests bash "$TOP/scripts/build-selftests.sh"
+for v in $PERF_VARIANTS; do
+	tested "build/perf-$v" bash "$TOP/scripts/build-perf.sh" "$v"
+done
 tested build/arm64 bash "$TOP/scripts/build-arm64.sh"
 tested build/bisect bash "$TOP/scripts/bisect-build.sh"
 for v in $PERF_VARIANTS; do
 	tested "perf/$v" perf_variant "$v"
 done
-# make packages' path, in its small configuration: a kernel package with
-# KVM's modules and the perf package, their contents checked.
-tested packages/small env PKG_SMALL=1 bash "$TOP/scripts/packages.sh"
-stage harness harness
+tested packages/small packages_small
+timed harness harness
+# perf's own tests on this host, but those that need the series' kernel,
+# which run in L1.
+tested perf/host bash "$TOP/tests/perf-test.sh" perf
 tested perf/orc-stock-kernel orc_stock_kernel
 # KVM's Intel code: guest_callchain_test under Bochs' emulated VMX.
-tested intel/vmx bash "$TOP/tests/bochs/vmx-test.sh"
-stage l1-suite l1suite
+tested intel/vmx intel_vmx
+timed l1-suite l1suite
 # The VMs' opt-in in a kernel booted with lockdown=integrity (Debian's with
 # Secure Boot), through the administrator's kvm_guest_callchains too.
 tested l1/lockdown env L1_APPEND=lockdown=integrity \
@@ -203,16 +318,17 @@ tested l1/lockdown env L1_APPEND=lockdown=integrity \
 tested bench/smoke bash "$TOP/bench/run.sh" --smoke
 
 # The short demo: a real Linux guest recorded from L1, its flame graph drawn
-# and checked; then the demo used wrongly.
+# and checked; then the demo used wrongly.  One attempt: a recording that
+# needs a second is a defect to find, not to hide.
 demo_short() {
-	DEMO_SECONDS=8 bash "$TOP/demo/run.sh" "$OUT/demo-short" &&
+	DEMO_ATTEMPTS=1 DEMO_SECONDS=8 bash "$TOP/demo/run.sh" "$OUT/demo-short" &&
 		bash "$TOP/demo/check-output.sh" "$OUT/demo-short"
 }
 tested demo/short demo_short
 tested demo/bad-use bash "$TOP/demo/bad-use-test.sh" "$OUT/demo-short"
 # Several VMs at once, recorded together and told apart (demo/check-vms.sh).
 demo_vms() {
-	DEMO_GUESTS=2 DEMO_SECONDS=8 bash "$TOP/demo/run.sh" "$OUT/demo-vms" &&
+	DEMO_ATTEMPTS=1 DEMO_GUESTS=2 DEMO_SECONDS=8 bash "$TOP/demo/run.sh" "$OUT/demo-vms" &&
 		bash "$TOP/demo/check-vms.sh" "$OUT/demo-vms"
 }
 tested demo/vms demo_vms

@@ -12,16 +12,24 @@
 #     checks the whole of perf, Python included, at the last commit;
 #   - perf's other builds (lib.sh's PERF_VARIANTS: without libelf, without
 #     libdw), each as dear as the first: by BISECT_VARIANTS,
-#       last     at the last commit that touches perf (make check, which
-#                tests them: with an empty ccache, more would take CI past
-#                its budget);
-#       changed  also where the choice of libraries can change what builds:
-#                a commit that touches perf's Build files or Makefiles, or a
+#       none     never (make check: build-perf.sh builds them at the last
+#                commit, where make check tests them);
+#       changed  where the choice of libraries can change what builds: a
+#                commit that touches perf's Build files or Makefiles, or a
 #                file that tests a library's feature macro
 #                (HAVE_LIBELF_SUPPORT, HAVE_DWARF_SUPPORT, ...);
 #       all      at every commit that touches perf (make bisect).
 # Each output directory is reused from commit to commit, so a commit costs
 # what it changes; ccache makes repeated runs cheap.
+#
+# tests/verified-builds records the commits that built, each by a key: its
+# tree and its parent's (what it is and what it changes), the test
+# kernel's .config (compiler versions included), the build functions of
+# lib.sh, this script and the selftests built.  With BISECT_VARIANTS=none
+# (make check) a commit whose key is there is not built again: the same
+# inputs built before.  make bisect builds every commit whatever the record
+# says.  The record is rewritten with the keys of this series' commits:
+# commit it with the series.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -52,19 +60,35 @@ touches() {
 dirs="arch/x86/kvm/ arch/x86/events/ kernel/events/ kernel/bpf/"
 perf_paths=(':(glob)tools/perf/**/*.[ch]' ':(glob)tools/perf/**/Build'
 	':(glob)tools/perf/**/Makefile*' ':(glob)tools/perf/**/*.mak')
-# The last commit that touches perf: its other builds are always made.
+# The last commit that touches perf: its other builds are made there with
+# BISECT_VARIANTS=changed.
 last=$(git -C "$TREE" rev-list -1 base..series -- "${perf_paths[@]}")
 
-variants=${BISECT_VARIANTS:-last}
+variants=${BISECT_VARIANTS:-none}
 case $variants in
-last | changed | all) ;;
-*) die "BISECT_VARIANTS must be last, changed or all, not '$variants'" ;;
+none | changed | all) ;;
+*) die "BISECT_VARIANTS must be none, changed or all, not '$variants'" ;;
 esac
+verified=${VERIFIED_BUILDS:-$TOP/tests/verified-builds}
+touch "$verified"
+# What every commit's key shares: how it is built.
+env_key=$( {
+	cat "$OBJ/.config"
+	declare -f perf_make selftests_make perf_variant_args
+	cat "$0" "$TOP/tests/l1/kvm-selftests"
+} | sha1sum | cut -d' ' -f1)
+# The key of commit $1 (see above).
+commit_key() {
+	echo "$(git -C "$TREE" rev-parse "$1^^{tree}" "$1^{tree}" | tr '\n' ' ')$env_key" |
+		sha1sum | cut -d' ' -f1
+}
+keys=$(mktemp)
+trap 'rm -f "$keys"' EXIT
 
 # Whether perf's other builds are made at commit $1 (see above).
 variants_needed() {
 	local commit=$1 file
-	[ "$variants" = all ] || [ "$commit" = "$last" ] && return 0
+	[ "$variants" = all ] || [ "$commit" = "$last" ] && [ "$variants" != none ] && return 0
 	[ "$variants" = changed ] || return 1
 	while read -r file; do
 		case $file in
@@ -77,10 +101,17 @@ variants_needed() {
 	return 1
 }
 mapfile -t selftests < <(grep -v -e '^#' -e '^$' "$TOP/tests/l1/kvm-selftests")
-n=0 kernel_builds=0 selftest_builds=0 perf_builds=0 variant_builds=0
+n=0 kernel_builds=0 selftest_builds=0 perf_builds=0 variant_builds=0 known=0
 for commit in $(git -C "$TREE" rev-list --reverse base..series); do
 	n=$((n + 1))
 	subject=$(git -C "$TREE" log -1 --format=%s "$commit")
+	key=$(commit_key "$commit")
+	echo "bisect $key $subject" >>"$keys"
+	if [ "$variants" = none ] && grep -q "^bisect $key " "$verified"; then
+		say "[$n] built before, as tests/verified-builds says: $subject"
+		known=$((known + 1))
+		continue
+	fi
 	git -C "$WT" checkout -q --detach "$commit"
 	say "[$n] $subject"
 	# The first commit, and every commit that changes more than tools and
@@ -123,4 +154,11 @@ for commit in $(git -C "$TREE" rev-list --reverse base..series); do
 		done
 	fi
 done
-say "all $n patches build on their own (built: the kernel directories at $kernel_builds, the KVM selftests at $selftest_builds, perf at $perf_builds, also as $PERF_VARIANTS at $variant_builds)"
+# Every commit built (here or before, with the same key): the record is
+# this series' keys, beside what else it holds.
+{
+	grep -v '^bisect ' "$verified" || true
+	cat "$keys"
+} >"$verified.new"
+mv "$verified.new" "$verified"
+say "all $n patches build on their own (built before, same key: $known; built now: the kernel directories at $kernel_builds, the KVM selftests at $selftest_builds, perf at $perf_builds, also as $PERF_VARIANTS at $variant_builds)"

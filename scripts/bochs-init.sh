@@ -7,7 +7,9 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug
-mount -t tmpfs tmpfs /tmp
+# No tmpfs on /tmp: the initramfs is writable already, and the selftests
+# sit in it at their path on the host, which may be under /tmp (a checkout
+# there), where a mount would hide them.
 echo "bochs-init: running /cmd" >/dev/kmsg
 sh /cmd </dev/null >/dev/ttyS1 2>&1
 rc=$?

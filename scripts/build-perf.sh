@@ -1,21 +1,42 @@
 #!/bin/bash
-# Build perf from the patched tools/perf, out of tree ($PERFBUILD), with
-# libelf, libdw, libtraceevent and Python scripting (lib.sh's perf_make);
-# fail if any of those was left out.
+# Build perf from the patched tools/perf, out of tree.
+#
+#   scripts/build-perf.sh            $PERFBUILD, with libelf, libdw,
+#                                    libtraceevent and Python scripting
+#                                    (lib.sh's perf_make); fails if any of
+#                                    those was left out
+#   scripts/build-perf.sh VARIANT    one of lib.sh's PERF_VARIANTS (noelf,
+#                                    unwind) into $BUILD/perf-VARIANT, without
+#                                    Python, checked to be built as the
+#                                    variant says
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-mkdir -p "$PERFBUILD"
-say "building perf (libelf, libdw, libtraceevent, python)"
-perf_make "$TREE" "$PERFBUILD" >"$PERFBUILD/build.log" 2>&1 || {
-	tail -n 40 "$PERFBUILD/build.log"
-	die "perf build failed (log: $PERFBUILD/build.log)"
+variant=${1:-}
+if [ -z "$variant" ]; then
+	obj=$PERFBUILD args=() what="libelf, libdw, libtraceevent, python"
+	want=("dwarf: \[ on" "libelf: \[ on" "libtraceevent: \[ on" "libpython: \[ on")
+else
+	obj=$BUILD/perf-$variant
+	# No Python scripting: the variants' tests don't use it.
+	read -r -a args <<<"$(perf_variant_args "$variant") NO_LIBPYTHON=1"
+	what="$variant: ${args[*]}"
+	case $variant in
+	noelf) want=("libelf: \[ OFF") ;;
+	unwind) want=("libunwind: \[ on") ;;
+	esac
+fi
+mkdir -p "$obj"
+say "building perf ($what)"
+perf_make "$TREE" "$obj" "${args[@]}" >"$obj/build.log" 2>&1 || {
+	tail -n 40 "$obj/build.log"
+	die "perf build failed (log: $obj/build.log)"
 }
-opts=$("$PERF" version --build-options)
-for feature in dwarf libelf libtraceevent libpython; do
-	echo "$opts" | grep -qE "^ +$feature: \[ on" || {
+opts=$("$obj/perf" version --build-options)
+for feature in "${want[@]}"; do
+	echo "$opts" | grep -qE "^ +$feature" || {
 		echo "$opts"
-		die "perf was built without $feature"
+		die "perf was not built as it should be: no '$feature'"
 	}
 done
-say "$("$PERF" version) at $PERF"
+say "$("$obj/perf" version) at $obj/perf"

@@ -10,6 +10,8 @@ packages=(
 	# kernel build
 	build-essential bc bison flex libelf-dev libssl-dev cpio kmod xz-utils
 	rsync git ccache perl python3
+	# the harness: ps and pgrep (a minimal Debian has neither)
+	procps
 	# perf from tools/perf
 	pkg-config libdw-dev libtraceevent-dev python3-dev python3-setuptools
 	libcap-dev zlib1g-dev libzstd-dev liblzma-dev libnuma-dev libslang2-dev
@@ -31,6 +33,13 @@ packages=(
 	# BIOS, an isolinux ISO; 'script' (bsdutils) gives it a terminal
 	bochs bochsbios vgabios bochs-term isolinux syslinux-common xorriso bsdutils
 )
+
+# make demo: npm installs the flame graph's template and playwright-core
+# (demo/deps.sh).  Debian's nodejs and npm, unless the machine has Node.js
+# and npm already (from elsewhere: its npm is its own).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -142,15 +142,19 @@ command_script() {
 	printf '\n'
 }
 
-# Run one named stage and print how long it took.
+# Run one named stage and print how long it took; with $STAGE_TIMES set,
+# also append "NAME<TAB>SECONDS<TAB>done|FAILED" to that file (make
+# check's stage-time table).
 stage() {
-	local name=$1 start rc=0
+	local name=$1 start rc=0 verdict
 	shift
 	start=$(date +%s)
 	printf '=== stage %s: start\n' "$name"
 	"$@" || rc=$?
-	printf '=== stage %s: %s in %ds\n' "$name" \
-		"$([ $rc -eq 0 ] && echo done || echo FAILED)" $(($(date +%s) - start))
+	verdict=$([ $rc -eq 0 ] && echo done || echo FAILED)
+	printf '=== stage %s: %s in %ds\n' "$name" "$verdict" $(($(date +%s) - start))
+	[ -z "${STAGE_TIMES:-}" ] ||
+		printf '%s\t%d\t%s\n' "$name" $(($(date +%s) - start)) "$verdict" >>"$STAGE_TIMES"
 	return $rc
 }
 

@@ -24,10 +24,15 @@ echo "lockdown: $mode"
 knob=/sys/module/kvm/parameters/enable_guest_callchains
 echo Y >"$knob" || fail "can't turn $knob on under lockdown"
 
+# Each must pass: a skip here (beside those -t leaves out) fails the test.
 for t in opt_in c_path_max_stack_3; do
 	echo "guest_callchain_test -t $t"
-	"$SELFTESTS/x86_64/guest_callchain_test" -t "$t" | grep -v '# SKIP' ||
-		fail "guest_callchain_test -t $t"
+	out=$("$SELFTESTS/x86_64/guest_callchain_test" -t "$t" 2>&1) || fail "guest_callchain_test -t $t: $out"
+	results=$(python3 "$TOP/scripts/results.py" ktap "guest_callchain_test" <<<"$out")
+	echo "$results"
+	grep -qx "PASS guest_callchain_test/$t" <<<"$results" ||
+		fail "guest_callchain_test -t $t did not pass: $results"
+	! grep -v '^PASS' <<<"$results" || fail "guest_callchain_test -t $t: a sub-test did not pass"
 done
 
 # A VM under a VMM that knows nothing of guest call chains: QEMU, stopped

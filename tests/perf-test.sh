@@ -1,0 +1,70 @@
+#!/bin/bash
+# perf's own tests, from the perf source directory so that perf finds its
+# shell tests; a "PASS|FAIL|SKIP PREFIX/DESCRIPTION" line per test and
+# sub-test appended to $STAGE_RESULTS (scripts/results.py perftest), perf
+# test's output beside it.
+#
+#   tests/perf-test.sh perf       on the host (make check): every test but
+#                                 those tests/expected marks "not run" (perf
+#                                 test --skip; they show as skipped) and
+#                                 those it names under l1/perf/
+#   tests/perf-test.sh l1/perf    inside L1 (tests/l1/run.sh): the tests
+#                                 tests/expected names under l1/perf/,
+#                                 those that need the series' kernel
+#
+# Exit status: perf test's (non-zero when its harness failed or perf
+# crashed), else 1 when a test failed.  A test that does not report at all
+# is missing from the results, which fails make check (tests/expected).
+set -uo pipefail
+. "$(dirname "$0")/../scripts/lib.sh"
+prefix=${1:?usage: $0 perf|l1/perf}
+[ -n "${STAGE_RESULTS:-}" ] || die "STAGE_RESULTS: the file the results go to"
+log=${STAGE_RESULTS%.*}-${prefix//\//-}.log
+expected=$TOP/tests/expected
+cd "$TREE/tools/perf" || exit 1
+
+# The numbers of the tests (top level) whose descriptions are given on stdin.
+numbers() {
+	local list=$1 desc n out=
+	while IFS= read -r desc; do
+		n=$(awk -v d="$desc" '{ line = $0; sub(/^ *[0-9]+: /, "", line) }
+			line == d && $1 ~ /^[0-9]+:$/ { sub(/:/, "", $1); print $1; exit }' "$list")
+		[ -n "$n" ] || { echo "perf test has no test '$desc' (named in $expected)" >&2; continue; }
+		out=${out:+$out,}$n
+	done
+	echo "$out"
+}
+
+list=$(mktemp)
+trap 'rm -f "$list"' EXIT
+"$PERF" test list >"$list" 2>&1 || { cat "$list"; exit 1; }
+# The top-level descriptions that run in L1, and those not run at all.
+in_l1=$(awk -F'\t' '$1 ~ /^l1\/perf\// { sub(/^l1\/perf\//, "", $1); sub(/ :: .*/, "", $1); print $1 }' "$expected" | sort -u)
+case $prefix in
+l1/perf)
+	run=$(numbers "$list" <<<"$in_l1")
+	[ -n "$run" ] || { echo "no perf test to run in L1"; exit 1; }
+	# perf test takes the tests to run as separate numbers.
+	read -r -a args <<<"${run//,/ }"
+	;;
+perf)
+	skip=$( { python3 "$TOP/scripts/results.py" notrun "$expected" perf; echo "$in_l1"; } |
+		grep -v '^$' | sort -u | numbers "$list")
+	args=(${skip:+--skip "$skip"})
+	;;
+*) die "usage: $0 perf|l1/perf" ;;
+esac
+echo "perf test ${args[*]}"
+
+"$PERF" test "${args[@]}" >"$log" 2>&1
+rc=$?
+results=$(python3 "$TOP/scripts/results.py" perftest "$prefix" <"$log")
+if [ "$prefix" = perf ] && [ -n "$in_l1" ]; then
+	# The tests L1 runs show here as skipped by request: not results.
+	results=$(grep -vxF -f <(sed "s|^|SKIP perf/|; s|\$| # user override|" <<<"$in_l1") <<<"$results")
+fi
+[ -n "$results" ] || { cat "$log"; echo "perf test ${args[*]} reported no test"; exit 1; }
+echo "$results" >>"$STAGE_RESULTS"
+echo "$results"
+[ $rc -eq 0 ] || { echo "perf test exited with status $rc"; exit $rc; }
+! grep -q '^FAIL' <<<"$results"
