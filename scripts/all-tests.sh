@@ -230,18 +230,19 @@ orc_stock_kernel() (
 # unwinder unwinds guest user stacks, and only with the guest's own files.
 # (A subshell: die ends the test, not the run.)
 perf_variant() (
-	v=$1 perf=$BUILD/perf-$1/perf out=$RESULTS/perf-$1.out
-	[ -x "$perf" ] || die "no $perf: build-perf.sh $v builds it"
-	"$perf" test -v --dso "$STOCK_KERNEL/vmlinuz" "Guest call chain" "Guest stack unwinding" \
-		"ORC unwinding" >"$out" 2>&1
-	python3 "$TOP/scripts/results.py" perftest "perf-$v" <"$out" >>"$STAGE_RESULTS"
-	grep -E '^ *[0-9.]+: .*: (Ok|FAILED!|Skip)' "$out"
-	! grep -q 'FAILED!' "$out" || return 1
-	grep -q 'Guest call chain: guest and host contexts *: Ok' "$out" || return 1
+	v=$1 out=$RESULTS/perf-$v.out
+	export PERF=$BUILD/perf-$v/perf PERF_TEST_ARGS="-v --dso $STOCK_KERNEL/vmlinuz"
+	[ -x "$PERF" ] || die "no $PERF: build-perf.sh $v builds it"
+	bash "$TOP/tests/perf-test.sh" "perf-$v" "Guest call chain resolution" \
+		"Guest stack unwinding" "ORC unwinding" >"$out" 2>&1
+	rc=$?
+	grep -E '^(PASS|FAIL|SKIP) ' "$out"
+	[ $rc -eq 0 ] || return 1
+	grep -qx 'PASS perf-'"$v"'/Guest call chain resolution :: Guest call chain: guest and host contexts' "$STAGE_RESULTS" || return 1
 	[ "$v" != unwind ] || {
-		grep -q 'Guest stack unwinding: DWARF CFI of guest user code *: Ok' "$out" &&
-			grep -q 'Guest stack unwinding: no host file of another build id *: Ok' "$out" &&
-			grep -q 'ORC unwinding: kernel image.*: Ok' "$out"
+		grep -qx 'PASS perf-unwind/Guest stack unwinding :: Guest stack unwinding: DWARF CFI of guest user code' "$STAGE_RESULTS" &&
+			grep -qx 'PASS perf-unwind/Guest stack unwinding :: Guest stack unwinding: no host file of another build id' "$STAGE_RESULTS" &&
+			grep -qx 'PASS perf-unwind/ORC unwinding :: ORC unwinding: kernel image (perf test --dso IMAGE)' "$STAGE_RESULTS"
 	}
 )
 

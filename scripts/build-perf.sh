@@ -39,4 +39,15 @@ for feature in "${want[@]}"; do
 		die "perf was not built as it should be: no '$feature'"
 	}
 done
+# perf's python module, from this build (perf test's "'import perf' in
+# python" looks where perf installs it, and finds the distribution's
+# linux-perf module there if that is installed: tests/expected leaves it out).
+if [ -z "$variant" ]; then
+	module=$(cd / && PYTHONPATH=$obj/python /usr/bin/python3 -c 'import perf; print(perf.__file__)') ||
+		die "perf's python module in $obj/python does not import"
+	case $module in
+	"$obj"/python/*) say "perf's python module imports: $module" ;;
+	*) die "python imported perf's module from $module, not from this build ($obj/python)" ;;
+	esac
+fi
 say "$("$obj/perf" version) at $obj/perf"

@@ -11,13 +11,22 @@
 #   tests/perf-test.sh l1/perf    inside L1 (tests/l1/run.sh): the tests
 #                                 tests/expected names under l1/perf/,
 #                                 those that need the series' kernel
+#   tests/perf-test.sh PREFIX DESCRIPTION...
+#                                 the tests of those descriptions, exactly
+#                                 (perf's other builds: PERF=.../perf)
+#
+# PERF_TEST_ARGS adds options (--dso IMAGE).  Tests are picked by number,
+# from their exact descriptions: perf test takes any other word as a
+# substring of descriptions ("Guest call chain" is also the shell test
+# "perf kvm guest call chains", found or not by where perf runs from).
 #
 # Exit status: perf test's (non-zero when its harness failed or perf
 # crashed), else 1 when a test failed.  A test that does not report at all
 # is missing from the results, which fails make check (tests/expected).
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
-prefix=${1:?usage: $0 perf|l1/perf}
+prefix=${1:?usage: $0 perf|l1/perf|PREFIX DESCRIPTION...}
+shift
 [ -n "${STAGE_RESULTS:-}" ] || die "STAGE_RESULTS: the file the results go to"
 log=${STAGE_RESULTS%.*}-${prefix//\//-}.log
 expected=$TOP/tests/expected
@@ -40,7 +49,11 @@ trap 'rm -f "$list"' EXIT
 "$PERF" test list >"$list" 2>&1 || { cat "$list"; exit 1; }
 # The top-level descriptions that run in L1, and those not run at all.
 in_l1=$(awk -F'\t' '$1 ~ /^l1\/perf\// { sub(/^l1\/perf\//, "", $1); sub(/ :: .*/, "", $1); print $1 }' "$expected" | sort -u)
-case $prefix in
+if [ $# -gt 0 ]; then
+	run=$(printf '%s\n' "$@" | numbers "$list")
+	read -r -a args <<<"${run//,/ }"
+	[ ${#args[@]} -eq $# ] || { echo "perf test has not each of: $*"; exit 1; }
+else case $prefix in
 l1/perf)
 	run=$(numbers "$list" <<<"$in_l1")
 	[ -n "$run" ] || { echo "no perf test to run in L1"; exit 1; }
@@ -52,11 +65,12 @@ perf)
 		grep -v '^$' | sort -u | numbers "$list")
 	args=(${skip:+--skip "$skip"})
 	;;
-*) die "usage: $0 perf|l1/perf" ;;
-esac
-echo "perf test ${args[*]}"
+*) die "usage: $0 perf|l1/perf|PREFIX DESCRIPTION..." ;;
+esac; fi
+read -r -a extra <<<"${PERF_TEST_ARGS:-}"
+echo "$PERF test ${extra[*]} ${args[*]}"
 
-"$PERF" test "${args[@]}" >"$log" 2>&1
+"$PERF" test "${extra[@]}" "${args[@]}" >"$log" 2>&1
 rc=$?
 results=$(python3 "$TOP/scripts/results.py" perftest "$prefix" <"$log")
 if [ "$prefix" = perf ] && [ -n "$in_l1" ]; then
