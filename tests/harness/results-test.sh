@@ -105,7 +105,7 @@ expect_failure "a result recorded twice" "recorded twice"
 # is a skip the list does not allow.
 if [ -x "$PERF" ]; then
 	list=$(cd "$TREE/tools/perf" && "$PERF" test list 2>&1)
-	number= desc=
+	number='' desc=''
 	while read -r n d; do
 		grep -qxF "PASS perf/$d" "$tmp/good" && number=${n%:} desc=$d && break
 	done < <(grep -E '^ *[0-9]+: ' <<<"$list")
