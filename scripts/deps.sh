@@ -10,9 +10,9 @@ packages=(
 	# kernel build
 	build-essential bc bison flex libelf-dev libssl-dev cpio kmod xz-utils
 	rsync git ccache perl python3
-	# the harness: ps and pgrep (a minimal Debian has neither); ping for
-	# perf test's "probe libc's inet_pton & backtrace it with ping"
-	procps iputils-ping
+	# the harness: ps and pgrep (a minimal Debian has neither); ping and ip
+	# for perf test's "probe libc's inet_pton & backtrace it with ping"
+	procps iputils-ping iproute2
 	# perf from tools/perf
 	pkg-config libdw-dev libtraceevent-dev python3-dev python3-setuptools
 	libcap-dev zlib1g-dev libzstd-dev liblzma-dev libnuma-dev libslang2-dev
