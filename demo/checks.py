@@ -447,23 +447,25 @@ def check_output(v, outdir, limits):
     check_png(v, outdir / "flamegraph.png", limits["MIN_PNG_BYTES"])
 
 
+def check_share(v, part, whole, least, what, ok_has, bad_has):
+    """PART of WHOLE WHAT (samples) are at least LEAST percent."""
+    v.check(at_least(part, whole, least),
+            "%d of %d %s (%s) %s" % (part, whole, what, pct(part, whole), ok_has),
+            "only %d of %d %s %s (need %s%%)" % (part, whole, what, bad_has, num(least)))
+
+
 def check_chained(v, samples, least):
     chained = sum(len(s.frames) > 1 for s in samples)
-    v.check(at_least(chained, len(samples), least),
-            "%d of %d guest samples (%s) have guest frames beyond the IP"
-            % (chained, len(samples), pct(chained, len(samples))),
-            "only %d of %d guest samples have guest frames beyond the IP (need %s%%)"
-            % (chained, len(samples), num(least)))
+    beyond = "have guest frames beyond the IP"
+    check_share(v, chained, len(samples), least, "guest samples", beyond, beyond)
 
 
 def check_kernel_chains(v, samples, least):
     kernel = [s for s in samples if s.frames and is_kernel(s.frames[0])]
     complete = sum(map(kernel_chain_complete, kernel))
-    v.check(at_least(complete, len(kernel), least),
-            "%d of %d guest kernel samples (%s) have a chain that reaches a kernel entry point with every kernel frame resolved"
-            % (complete, len(kernel), pct(complete, len(kernel))),
-            "only %d of %d guest kernel samples have a complete, resolved chain to a kernel entry point (need %s%%)"
-            % (complete, len(kernel), num(least)))
+    check_share(v, complete, len(kernel), least, "guest kernel samples",
+                "have a chain that reaches a kernel entry point with every kernel frame resolved",
+                "have a complete, resolved chain to a kernel entry point")
 
 
 def check_hot_loop(v, samples, limits):
