@@ -53,20 +53,20 @@ struct config {
 /* The chain every sample in the guest's work loop must carry. */
 struct expect {
 	int depth;
-	uint64_t loop_start, loop_end;
-	uint64_t ret[MAX_DEPTH];
+	u64 loop_start, loop_end;
+	u64 ret[MAX_DEPTH];
 	int pages;			/* distinct stack pages of the frames */
 };
 
 struct tally {
-	uint64_t samples;		/* delivered */
-	uint64_t guest;			/* taken while in the guest */
-	uint64_t in_loop;		/* ... at the work loop: chain known */
-	uint64_t complete;		/* ... with exactly the expected chain */
-	uint64_t lost;
-	uint64_t translations;		/* user: page table walks */
-	uint64_t handle_ns;		/* user: time from -EINTR to re-entry */
-	uint64_t bytes;			/* kernel: of the sample records */
+	u64 samples;		/* delivered */
+	u64 guest;			/* taken while in the guest */
+	u64 in_loop;		/* ... at the work loop: chain known */
+	u64 complete;		/* ... with exactly the expected chain */
+	u64 lost;
+	u64 translations;		/* user: page table walks */
+	u64 handle_ns;		/* user: time from -EINTR to re-entry */
+	u64 bytes;			/* kernel: of the sample records */
 };
 
 struct result {
@@ -74,7 +74,7 @@ struct result {
 	int run;			/* index in results.csv */
 	int rep;
 	double on_s, off_s;		/* phases with the sampler on, off */
-	uint64_t work_on, work_off;
+	u64 work_on, work_off;
 	double on_per_s, off_per_s;	/* work per second */
 	double rel;			/* on / off: upper quartiles of phases */
 	double rel_pooled;		/* on / off: all phases together */
@@ -83,8 +83,8 @@ struct result {
 };
 
 struct memslot_map {
-	uint64_t gpa, size;
-	uint8_t *hva;
+	u64 gpa, size;
+	u8 *hva;
 };
 
 /* The VM, and what the host side of the benchmark keeps across runs. */
@@ -92,10 +92,10 @@ struct bench {
 	struct kvm_vm *vm;
 	struct kvm_vcpu *vcpu;
 	pid_t tid;			/* the vCPU thread: this one */
-	uint64_t *counter, *stop, *depth, *sparse;	/* guest variables */
+	u64 *counter, *stop, *depth, *sparse;	/* guest variables */
 	struct memslot_map slots[16];	/* what a VMM knows anyway */
 	int nr_slots;
-	uint32_t max_stack;		/* kernel.perf_event_max_stack */
+	u32 max_stack;		/* kernel.perf_event_max_stack */
 	FILE *phases_file;		/* per phase: TSC boundaries and work */
 	const char *sync_path;		/* for the host clock, or NULL */
 	bool trace_phases;
@@ -120,7 +120,7 @@ struct sampler_ops {
 	int max_rate;			/* Hz, if its ring can't hold more */
 	void (*setup)(struct run *r);
 	void (*set_on)(struct run *r, bool on);
-	void (*on_exit)(struct run *r, int ret, uint64_t exit_ns);
+	void (*on_exit)(struct run *r, int ret, u64 exit_ns);
 	void (*teardown)(struct run *r);
 	void (*parse)(struct run *r, const struct expect *e, struct tally *t);
 };
@@ -146,15 +146,15 @@ void bench_set_shape(struct bench *b, const struct config *c);
 void read_expect(struct bench *b, struct expect *e, int depth);
 
 /* run.c */
-uint64_t bench_rdtsc(void);
-uint64_t now_ns(void);
-uint64_t ring_need(const struct config *c, uint64_t words_per_sample);
-void tally_chain(struct tally *t, const struct expect *e, uint64_t ip,
-		 const uint64_t *frames, uint64_t nr_frames);
+u64 bench_rdtsc(void);
+u64 now_ns(void);
+u64 ring_need(const struct config *c, u64 words_per_sample);
+void tally_chain(struct tally *t, const struct expect *e, u64 ip,
+		 const u64 *frames, u64 nr_frames);
 void run_config(struct bench *b, const struct config *c, int rep, struct result *r);
 
 /* sampler_user.c */
-void user_samplers_init(struct bench *b, uint64_t ring_words);
+void user_samplers_init(struct bench *b, u64 ring_words);
 void micro(struct bench *b, const struct config *c, FILE *results_file);
 
 #endif /* GUEST_CALLCHAIN_BENCH_H */

@@ -13,7 +13,7 @@ mapfile -t srcs < <(ls "$TOP"/bench/*.c | grep -v '/host_clock\.c$')
 
 [ -d "$KBUILD/usr/include" ] || die "no kernel headers in $KBUILD/usr/include: run 'make build' first"
 [ -f "$SELFTESTS/lib/perf_sampler.o" ] || die "no KVM selftest library in $SELFTESTS/lib: run 'make selftests' first"
-mapfile -t objs < <(ls "$SELFTESTS"/lib/*.o "$SELFTESTS"/lib/x86_64/*.o)
+mapfile -t objs < <(ls "$SELFTESTS"/lib/*.o "$SELFTESTS"/lib/x86/*.o)
 mkdir -p "$BENCHBUILD"
 
 CC=${CC:-gcc}
@@ -39,7 +39,7 @@ else
 		-fno-builtin-memset -fno-builtin-strnlen -fno-stack-protector -fno-PIE \
 		-fno-strict-aliasing -march=x86-64-v2 -fno-omit-frame-pointer \
 		-I"$TREE/tools/include" -I"$TREE/tools/arch/x86/include" \
-		-I"$KVM_SRC/include" -I"$KVM_SRC/include/x86_64" -I"$KVM_SRC/.." \
+		-I"$KVM_SRC/include" -I"$KVM_SRC/include/x86" -I"$KVM_SRC/.." \
 		-isystem "$KBUILD/usr/include" \
 		-pthread -no-pie "${srcs[@]}" "${objs[@]}" -ldl -o "$BIN.tmp"
 	mv "$BIN.tmp" "$BIN"

@@ -20,19 +20,19 @@
  * The guest.  Every function records its return address and frame, index 0
  * being the leaf's, so the host knows the exact chain to expect.
  */
-static uint64_t work_counter;
-static uint64_t work_stop;
-static uint64_t shape_depth;		/* frames below guest_callchain_entry, >= 3 */
-static uint64_t shape_sparse;		/* one frame per page */
-static uint64_t ret_addr[MAX_DEPTH];
-static uint64_t frame_addr[MAX_DEPTH];
-static uint64_t loop_start;
-static uint64_t loop_end;
+static u64 work_counter;
+static u64 work_stop;
+static u64 shape_depth;		/* frames below guest_callchain_entry, >= 3 */
+static u64 shape_sparse;		/* one frame per page */
+static u64 ret_addr[MAX_DEPTH];
+static u64 frame_addr[MAX_DEPTH];
+static u64 loop_start;
+static u64 loop_end;
 
 #define record_frame(d)								\
 do {										\
-	ret_addr[d] = (uint64_t)__builtin_return_address(0);			\
-	frame_addr[d] = (uint64_t)__builtin_frame_address(0);			\
+	ret_addr[d] = (u64)__builtin_return_address(0);			\
+	frame_addr[d] = (u64)__builtin_frame_address(0);			\
 } while (0)
 
 static noinline void leaf(void)
@@ -56,9 +56,9 @@ static noinline void leaf(void)
 }
 
 /* Small frames: a whole deep stack fits in a page or two. */
-static noinline void level_dense(uint64_t n)
+static noinline void level_dense(u64 n)
 {
-	volatile uint64_t pad[4];
+	volatile u64 pad[4];
 
 	pad[0] = n;
 	record_frame(n + 1);
@@ -70,9 +70,9 @@ static noinline void level_dense(uint64_t n)
 }
 
 /* More than a page per frame: every frame is on a page of its own. */
-static noinline void level_sparse(uint64_t n)
+static noinline void level_sparse(u64 n)
 {
-	volatile uint8_t pad[BENCH_PAGE_SIZE];
+	volatile u8 pad[BENCH_PAGE_SIZE];
 
 	pad[0] = n;
 	pad[BENCH_PAGE_SIZE - 1] = n;
@@ -86,7 +86,7 @@ static noinline void level_sparse(uint64_t n)
 
 static noinline void shape_entry(void)
 {
-	uint64_t depth = READ_ONCE(shape_depth);
+	u64 depth = READ_ONCE(shape_depth);
 
 	record_frame(depth - 1);
 	if (READ_ONCE(shape_sparse))
@@ -108,7 +108,7 @@ void bench_create(struct bench *b)
 {
 	struct userspace_mem_region *region;
 	struct kvm_regs regs;
-	vm_vaddr_t stack;
+	gva_t stack;
 	int bkt;
 
 	b->vm = __vm_create_with_one_vcpu(&b->vcpu, GUEST_STACK_SIZE / 4096 + 64, guest_main);
@@ -119,15 +119,15 @@ void bench_create(struct bench *b)
 	 */
 	vm_set_guest_callchains(b->vm, 2);
 
-	stack = vm_vaddr_alloc(b->vm, GUEST_STACK_SIZE, KVM_UTIL_MIN_VADDR);
+	stack = vm_alloc(b->vm, GUEST_STACK_SIZE, KVM_UTIL_MIN_VADDR);
 	vcpu_regs_get(b->vcpu, &regs);
 	regs.rsp = stack + GUEST_STACK_SIZE - 8;
 	vcpu_regs_set(b->vcpu, &regs);
 
-	b->counter = addr_gva2hva(b->vm, (vm_vaddr_t)&work_counter);
-	b->stop = addr_gva2hva(b->vm, (vm_vaddr_t)&work_stop);
-	b->depth = addr_gva2hva(b->vm, (vm_vaddr_t)&shape_depth);
-	b->sparse = addr_gva2hva(b->vm, (vm_vaddr_t)&shape_sparse);
+	b->counter = addr_gva2hva(b->vm, (gva_t)&work_counter);
+	b->stop = addr_gva2hva(b->vm, (gva_t)&work_stop);
+	b->depth = addr_gva2hva(b->vm, (gva_t)&shape_depth);
+	b->sparse = addr_gva2hva(b->vm, (gva_t)&shape_sparse);
 
 	/* What a VMM knows anyway: its memslots. */
 	hash_for_each(b->vm->regions.slot_hash, bkt, region, slot_node) {
@@ -150,7 +150,7 @@ void bench_set_shape(struct bench *b, const struct config *c)
 
 void read_expect(struct bench *b, struct expect *e, int depth)
 {
-	uint64_t pages[MAX_DEPTH];
+	u64 pages[MAX_DEPTH];
 	int i, j;
 
 	sync_global_from_guest(b->vm, ret_addr);
@@ -161,12 +161,12 @@ void read_expect(struct bench *b, struct expect *e, int depth)
 	e->loop_start = loop_start;
 	e->loop_end = loop_end;
 	memcpy(e->ret, ret_addr, sizeof(e->ret));
-	TEST_ASSERT(ret_addr[depth - 1] == (uint64_t)guest_callchain_entry_ret,
+	TEST_ASSERT(ret_addr[depth - 1] == (u64)guest_callchain_entry_ret,
 		    "Outermost return address 0x%lx, expected guest_callchain_entry_ret 0x%lx",
-		    ret_addr[depth - 1], (uint64_t)guest_callchain_entry_ret);
+		    ret_addr[depth - 1], (u64)guest_callchain_entry_ret);
 	e->pages = 0;
 	for (i = 0; i < depth; i++) {
-		uint64_t p = frame_addr[i] & BENCH_PAGE_MASK;
+		u64 p = frame_addr[i] & BENCH_PAGE_MASK;
 
 		for (j = 0; j < e->pages && pages[j] != p; j++)
 			;

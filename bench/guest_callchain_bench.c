@@ -141,7 +141,7 @@ static long read_long(const char *path)
 
 static double measure_tsc_mhz(void)
 {
-	uint64_t t0 = now_ns(), c0 = bench_rdtsc();
+	u64 t0 = now_ns(), c0 = bench_rdtsc();
 
 	usleep(100000);
 	return (bench_rdtsc() - c0) * 1e3 / (now_ns() - t0);
@@ -445,7 +445,7 @@ int main(int argc, char *argv[])
 	struct options o;
 	char *results_path;
 	FILE *results_file;
-	uint64_t start;
+	u64 start;
 	double tsc_mhz;
 	bool ok = true;
 

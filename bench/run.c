@@ -31,15 +31,15 @@ const struct sampler_ops *const samplers[NR_SAMPLERS] = {
  * the host clock (host_clock.c) tell how much CPU time QEMU really had
  * during each phase: see report.py.
  */
-uint64_t bench_rdtsc(void)
+u64 bench_rdtsc(void)
 {
-	uint32_t lo, hi;
+	u32 lo, hi;
 
 	asm volatile("rdtsc" : "=a" (lo), "=d" (hi));
-	return ((uint64_t)hi << 32) | lo;
+	return ((u64)hi << 32) | lo;
 }
 
-uint64_t now_ns(void)
+u64 now_ns(void)
 {
 	struct timespec ts;
 
@@ -48,21 +48,21 @@ uint64_t now_ns(void)
 }
 
 /* Ring words for one run of @c at @words_per_sample, with a margin. */
-uint64_t ring_need(const struct config *c, uint64_t words_per_sample)
+u64 ring_need(const struct config *c, u64 words_per_sample)
 {
-	return (uint64_t)(c->rate * (c->time.warmup_s + c->time.duration_s + 1.0) * 1.25 +
+	return (u64)(c->rate * (c->time.warmup_s + c->time.duration_s + 1.0) * 1.25 +
 			  1000) * words_per_sample;
 }
 
-void tally_chain(struct tally *t, const struct expect *e, uint64_t ip,
-		 const uint64_t *frames, uint64_t nr_frames)
+void tally_chain(struct tally *t, const struct expect *e, u64 ip,
+		 const u64 *frames, u64 nr_frames)
 {
 	int i;
 
 	if (ip < e->loop_start || ip >= e->loop_end)
 		return;
 	t->in_loop++;
-	if (nr_frames != (uint64_t)e->depth)
+	if (nr_frames != (u64)e->depth)
 		return;
 	for (i = 0; i < e->depth; i++) {
 		if (frames[i] != e->ret[i])
@@ -80,12 +80,12 @@ void tally_chain(struct tally *t, const struct expect *e, uint64_t ip,
  */
 struct monitor {
 	struct run *r;
-	uint64_t work[2];		/* [off, on] */
-	uint64_t ns[2];
+	u64 work[2];		/* [off, on] */
+	u64 ns[2];
 	int phases;
 	double rate[MAX_PHASES];	/* work per second in each phase */
-	uint64_t phase_work[MAX_PHASES];
-	uint64_t tsc[MAX_PHASES + 1];	/* phase boundaries */
+	u64 phase_work[MAX_PHASES];
+	u64 tsc[MAX_PHASES + 1];	/* phase boundaries */
 };
 
 static bool phase_on(int p)
@@ -93,7 +93,7 @@ static bool phase_on(int p)
 	return p % 4 == 1 || p % 4 == 2;
 }
 
-static void sleep_until(uint64_t ns)
+static void sleep_until(u64 ns)
 {
 	struct timespec ts = { .tv_sec = ns / 1000000000ull, .tv_nsec = ns % 1000000000ull };
 
@@ -112,7 +112,7 @@ static void *monitor_thread(void *arg)
 	struct monitor *m = arg;
 	struct bench *b = m->r->b;
 	const struct timing *time = &m->r->c->time;
-	uint64_t t = now_ns(), count, prev_t, prev_count;
+	u64 t = now_ns(), count, prev_t, prev_count;
 	bool state = false;
 	int p;
 
@@ -204,7 +204,7 @@ static void run_vcpu(struct run *r)
 
 	for (;;) {
 		int ret = __vcpu_run(vcpu);
-		uint64_t exit_ns = timed ? now_ns() : 0;
+		u64 exit_ns = timed ? now_ns() : 0;
 
 		if (ret < 0) {
 			TEST_ASSERT(errno == EINTR, "KVM_RUN failed: %s", strerror(errno));

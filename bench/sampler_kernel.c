@@ -22,7 +22,7 @@
 				 GENMASK_ULL(PERF_REG_X86_R15, PERF_REG_X86_R8))
 
 /* Words of one sample record. */
-static uint64_t sample_words(const struct run *r)
+static u64 sample_words(const struct run *r)
 {
 	if (r->ops->stack)
 		return 4 + 1 + __builtin_popcountll(STACK_REGS_MASK) + 2 + STACK_WINDOW / 8;
@@ -32,7 +32,7 @@ static uint64_t sample_words(const struct run *r)
 static void kernel_setup(struct run *r)
 {
 	const struct config *c = r->c;
-	uint64_t bytes = 8 * ring_need(c, sample_words(r));
+	u64 bytes = 8 * ring_need(c, sample_words(r));
 	struct perf_sampler_config config = {
 		.period = 1000000000ull / c->rate,
 		.data_pages = 16,
@@ -65,7 +65,7 @@ struct kernel_parse {
  */
 static void tally_window(struct kernel_parse *p, const struct perf_sample *sample)
 {
-	uint64_t frames[MAX_DEPTH], sp, fp, offset;
+	u64 frames[MAX_DEPTH], sp, fp, offset;
 	int nr = 0;
 
 	if (!(sample->regs_abi & PERF_SAMPLE_REGS_ABI_GUEST)) {
@@ -88,8 +88,8 @@ static void kernel_sample(void *arg, const struct perf_sample *s)
 {
 	struct kernel_parse *p = arg;
 	const struct expect *e = p->e;
-	const uint64_t *entries;
-	uint64_t nr;
+	const u64 *entries;
+	u64 nr;
 
 	p->t->samples++;
 	if (s->cpumode != PERF_RECORD_MISC_GUEST_KERNEL)
@@ -116,7 +116,7 @@ static void kernel_parse(struct run *r, const struct expect *e, struct tally *t)
 {
 	struct perf_sampler *s = r->sampler;
 	struct kernel_parse p = { .s = s, .e = e, .t = t, .ops = r->ops };
-	uint64_t tail = s->page->data_tail;
+	u64 tail = s->page->data_tail;
 
 	/* The ring was sized for the whole run: read it now, then close. */
 	perf_sampler_drain(s, kernel_sample, &p);

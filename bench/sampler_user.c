@@ -41,13 +41,13 @@ struct uwalk {
 	const struct kvm_sregs *sregs;
 	bool user;
 	bool cached_valid;
-	uint64_t cached_page;
-	uint8_t *cached_hva;
-	uint64_t translations;
+	u64 cached_page;
+	u8 *cached_hva;
+	u64 translations;
 };
 
 /* Guest physical to VMM virtual: look the address up in the memslots. */
-static uint8_t *gpa_to_hva(struct bench *b, uint64_t gpa, unsigned int length)
+static u8 *gpa_to_hva(struct bench *b, u64 gpa, unsigned int length)
 {
 	int i;
 
@@ -60,12 +60,12 @@ static uint8_t *gpa_to_hva(struct bench *b, uint64_t gpa, unsigned int length)
 	return NULL;
 }
 
-static bool uwalk_translate(struct uwalk *w, uint64_t gva, uint64_t *gpa)
+static bool uwalk_translate(struct uwalk *w, u64 gva, u64 *gpa)
 {
 	const struct kvm_sregs *sregs = w->sregs;
 	int level, bits;
-	uint64_t table, entry;
-	uint8_t *hva;
+	u64 table, entry;
+	u8 *hva;
 
 	w->translations++;
 	if (!(sregs->cr0 & X86_CR0_PG)) {
@@ -80,7 +80,7 @@ static bool uwalk_translate(struct uwalk *w, uint64_t gva, uint64_t *gpa)
 
 	level = sregs->cr4 & X86_CR4_LA57 ? 5 : 4;
 	bits = level == 5 ? 57 : 48;
-	if ((uint64_t)((int64_t)(gva << (64 - bits)) >> (64 - bits)) != gva)
+	if ((u64)((s64)(gva << (64 - bits)) >> (64 - bits)) != gva)
 		return false;
 	table = sregs->cr3 & ADDR_MASK_4K;
 
@@ -91,16 +91,16 @@ static bool uwalk_translate(struct uwalk *w, uint64_t gva, uint64_t *gpa)
 		hva = gpa_to_hva(w->b, table + index * 8, 8);
 		if (!hva)
 			return false;
-		entry = READ_ONCE(*(uint64_t *)hva);
-		if (!(entry & PTE_PRESENT_MASK))
+		entry = READ_ONCE(*(u64 *)hva);
+		if (!(entry & BIT_ULL(0)))
 			return false;
-		if (w->user && !(entry & PTE_USER_MASK))
+		if (w->user && !(entry & BIT_ULL(2)))
 			return false;
 		if (level == 1) {
 			*gpa = (entry & ADDR_MASK_4K) | (gva & ~BENCH_PAGE_MASK);
 			return true;
 		}
-		if (entry & PTE_LARGE_MASK) {
+		if (entry & BIT_ULL(7)) {	/* PS: a large page */
 			if (level > 3)
 				return false;
 			*gpa = (entry & ADDR_MASK_4K & ~GENMASK_ULL(shift - 1, 0)) |
@@ -111,13 +111,13 @@ static bool uwalk_translate(struct uwalk *w, uint64_t gva, uint64_t *gpa)
 	}
 }
 
-static bool uwalk_read(struct uwalk *w, uint64_t addr, void *dest, unsigned int length)
+static bool uwalk_read(struct uwalk *w, u64 addr, void *dest, unsigned int length)
 {
-	uint8_t *d = dest;
+	u8 *d = dest;
 
 	while (length) {
 		unsigned int chunk = BENCH_PAGE_SIZE - (addr & ~BENCH_PAGE_MASK);
-		uint64_t gpa;
+		u64 gpa;
 
 		if (chunk > length)
 			chunk = length;
@@ -141,10 +141,10 @@ static bool uwalk_read(struct uwalk *w, uint64_t addr, void *dest, unsigned int 
 }
 
 /* [ip, return addresses...] like perf_callchain_guest(); returns the count. */
-static int uwalk_chain(struct uwalk *w, const struct kvm_regs *regs, uint64_t *chain)
+static int uwalk_chain(struct uwalk *w, const struct kvm_regs *regs, u64 *chain)
 {
 	const struct kvm_sregs *sregs = w->sregs;
-	uint64_t word_size, code_base, stack_base, mask, fp, ip;
+	u64 word_size, code_base, stack_base, mask, fp, ip;
 	int nr = 0;
 
 	if (!(sregs->cr0 & X86_CR0_PE) || (regs->rflags & BIT_ULL(17)) /* VM */)
@@ -169,10 +169,10 @@ static int uwalk_chain(struct uwalk *w, const struct kvm_regs *regs, uint64_t *c
 	chain[nr++] = ip;
 	fp = regs->rbp;
 	while (fp && !(fp & (word_size - 1)) && nr < w->b->max_stack) {
-		uint64_t next, ret;
+		u64 next, ret;
 		union {
-			uint32_t w32[2];
-			uint64_t w64[2];
+			u32 w32[2];
+			u64 w64[2];
 		} frame;
 
 		if (!uwalk_read(w, (stack_base + fp) & mask, &frame, 2 * word_size))
@@ -180,7 +180,7 @@ static int uwalk_chain(struct uwalk *w, const struct kvm_regs *regs, uint64_t *c
 		next = word_size == 4 ? frame.w32[0] : frame.w64[0];
 		ret = word_size == 4 ? frame.w32[1] : frame.w64[1];
 		ret = (code_base + ret) & mask;
-		if (ret >= (uint64_t)PERF_CONTEXT_MAX)
+		if (ret >= (u64)PERF_CONTEXT_MAX)
 			break;
 		chain[nr++] = ret;
 		if (next <= fp)
@@ -194,7 +194,7 @@ static int uwalk_chain(struct uwalk *w, const struct kvm_regs *regs, uint64_t *c
  * The kick.  A signal handler can only reach file-scope state: the flag that
  * a sample is due and the kvm_run whose immediate_exit it sets.
  */
-static uint32_t sample_pending;
+static u32 sample_pending;
 static struct kvm_run *kick_run;
 static sigset_t kick_set;
 static const struct timespec zero_timeout;
@@ -211,20 +211,20 @@ static void kick_handler(int sig)
  * for the longest run and faulted in once.
  */
 struct user_ring {
-	uint64_t *words;
-	uint64_t size;
-	uint64_t head;
+	u64 *words;
+	u64 size;
+	u64 head;
 };
 
 /* Install the kick and allocate a ring of @ring_words words. */
-void user_samplers_init(struct bench *b, uint64_t ring_words)
+void user_samplers_init(struct bench *b, u64 ring_words)
 {
 	struct sigaction sa = { .sa_handler = kick_handler };
 	struct user_ring *ring = calloc(1, sizeof(*ring));
 
 	TEST_ASSERT(ring, "Allocating the user ring failed");
 	ring->size = ring_words;
-	ring->words = calloc(ring_words, sizeof(uint64_t));
+	ring->words = calloc(ring_words, sizeof(u64));
 	TEST_ASSERT(ring->words, "Allocating the user ring failed");
 	b->user_ring = ring;
 
@@ -245,7 +245,7 @@ static void user_fast_signals(struct bench *b, bool on)
 {
 	struct {
 		struct kvm_signal_mask mask;
-		uint8_t set[8];
+		u8 set[8];
 	} m = { .mask.len = 8 };
 	sigset_t blocked;
 
@@ -271,11 +271,11 @@ static void user_fast_signals(struct bench *b, bool on)
  * from kvm_run, where KVM stored them on the way out (KVM_SYNC_X86_REGS and
  * KVM_SYNC_X86_SREGS), no ioctl.  @start: when KVM_RUN returned.
  */
-static void user_sample(struct run *r, bool fast, uint64_t start)
+static void user_sample(struct run *r, bool fast, u64 start)
 {
 	struct bench *b = r->b;
 	struct user_ring *ring = b->user_ring;
-	uint64_t *chain = &ring->words[ring->head + 1];
+	u64 *chain = &ring->words[ring->head + 1];
 	struct kvm_regs regs_buf, *regs = &regs_buf;
 	struct kvm_sregs sregs_buf, *sregs = &sregs_buf;
 	struct uwalk w = { .b = b };
@@ -335,7 +335,7 @@ static void user_set_on(struct run *r, bool on)
 	TEST_ASSERT(!timer_settime(r->timer, 0, &its, NULL), "timer_settime failed");
 }
 
-static void user_on_exit(struct run *r, int ret, uint64_t exit_ns)
+static void user_on_exit(struct run *r, int ret, u64 exit_ns)
 {
 	/* The handler ran: the kick was ours. */
 	r->b->vcpu->run->immediate_exit = 0;
@@ -343,7 +343,7 @@ static void user_on_exit(struct run *r, int ret, uint64_t exit_ns)
 		user_sample(r, false, exit_ns);
 }
 
-static void user_fast_on_exit(struct run *r, int ret, uint64_t exit_ns)
+static void user_fast_on_exit(struct run *r, int ret, u64 exit_ns)
 {
 	/* Take the blocked signal, which also re-arms the timer. */
 	if (ret < 0 && sigtimedwait(&kick_set, NULL, &zero_timeout) == SIGRTMIN)
@@ -360,11 +360,11 @@ static void user_teardown(struct run *r)
 static void user_parse(struct run *r, const struct expect *e, struct tally *t)
 {
 	const struct user_ring *ring = r->b->user_ring;
-	uint64_t pos = 0;
+	u64 pos = 0;
 
 	while (pos < ring->head) {
-		uint64_t nr = ring->words[pos];
-		const uint64_t *chain = &ring->words[pos + 1];
+		u64 nr = ring->words[pos];
+		const u64 *chain = &ring->words[pos + 1];
 
 		if (nr) {
 			t->guest++;
@@ -411,7 +411,7 @@ void micro(struct bench *b, const struct config *c, FILE *results_file)
 	struct kvm_run *run = b->vcpu->run;
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
-	uint64_t chain[MAX_DEPTH + 1], t0;
+	u64 chain[MAX_DEPTH + 1], t0;
 	struct uwalk w = { .b = b, .sregs = &sregs };
 	int i, n = 200, nr = 0, batch;
 	double us[7] = { 1e9, 1e9, 1e9, 1e9, 1e9, 1e9, 1e9 };

@@ -143,7 +143,7 @@ HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report stackcollapse -- --i
 
 step "drawing: perf kvm script report flamegraph (d3-flame-graph 4.1.3)"
 rm -f flamegraph.html
-HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report flamegraph --template "$template" \
+HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report flamegraph -- --template "$template" \
 	-o flamegraph.html >>perf-kvm-script.err 2>&1 </dev/null || true
 [ -s flamegraph.html ] || die "perf script report flamegraph wrote no HTML: $(tail -n 5 perf-kvm-script.err)"
 

@@ -19,6 +19,7 @@ DEMOBUILD=${DEMOBUILD:-$BUILD/demo}
 # Debian's stock cloud kernel (demo/stock-kernel.sh): the demo guest's, and
 # the kernel image perf's ORC test reads
 STOCK_KERNEL=${STOCK_KERNEL:-$DEMOBUILD/stock-kernel}
+ORC_IMAGE=${ORC_IMAGE:-$BUILD/orc-image}	# Debian's cloud kernel of the base series (scripts/orc-image.sh)
 NPMDIR=${NPMDIR:-$BUILD/npm}		# the demo's npm packages (demo/deps.sh)
 FLAMEGRAPH_TEMPLATE=$NPMDIR/node_modules/d3-flame-graph/dist/templates/d3-flamegraph-base.html
 export CCACHE_DIR=${CCACHE_DIR:-$BUILD/ccache}
@@ -62,14 +63,61 @@ as_root() {
 # make perf from the kernel tree $1 into the O= directory $2, with the
 # features we test (libelf, libdw, libtraceevent, python) and without the
 # ones Debian's build machines lack; further arguments go to make.
+# The Debian archive the machine's apt sources use (deb822 .sources or
+# one-line sources.list), without its security archive.
+debian_mirror() {
+	local deb822 oneline
+	deb822=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+	oneline=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
+	{
+		awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }' <<<"$deb822"
+		awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i !~ /\]$/ && $i !~ /=/) { print $i; break } }' <<<"$oneline"
+	} | grep -v security | grep -E '/debian/?$' | head -n1 || true
+}
+
+# apt with a sources list, lists and cache of its own under DIR: one suite
+# of the machine's Debian mirror, to download packages from (never to
+# install them), leaving the machine's apt state alone.
+#   apt_suite_init DIR SUITE     write DIR/sources.list and read the suite
+#   apt_suite DIR ARGS...        apt-get ARGS with that state
+#   apt_suite_cache DIR ARGS...  apt-cache ARGS with that state
+#   apt_suite_versions DIR PKG   the versions of PKG the suite serves
+apt_suite() {
+	local dir=$1
+	shift
+	apt-get -q -o Dir::Etc::sourcelist="$dir/sources.list" -o Dir::Etc::sourceparts=/dev/null \
+		-o Dir::State::Lists="$dir/lists" -o Dir::Cache="$dir/cache" \
+		-o APT::Sandbox::User=root "$@"
+}
+apt_suite_init() {
+	local dir=$1 suite=$2 uri
+	uri=$(debian_mirror)
+	[ -n "$uri" ] || die "no Debian mirror in the machine's apt sources (/etc/apt/sources.list*) to read $suite from"
+	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
+	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" >"$dir/sources.list"
+	say "reading $suite from $uri"
+	apt_suite "$dir" update >/dev/null || die "could not read $suite from $uri"
+}
+apt_suite_cache() {
+	local dir=$1
+	shift
+	apt-cache -o Dir::Etc::sourcelist="$dir/sources.list" -o Dir::Etc::sourceparts=/dev/null \
+		-o Dir::State::Lists="$dir/lists" -o Dir::Cache="$dir/cache" "$@"
+}
+apt_suite_versions() {
+	apt_suite_cache "$1" madison "$2" | awk '{ print $3 }'
+}
+
 perf_make() {
 	local tree=$1 obj=$2
 	shift 2
 	# NO_LIBLLVM: perf disassembles with objdump then; the demo's guest
 	# carries this perf and its libraries, and LLVM's are 160 MB.
+	# NO_RUST: 7.3's Rust test workload breaks Debian 12's ar ("LLVM ERROR:
+	# Invalid encoding"); perf tests nothing of ours with it.
 	make -s -C "$tree/tools/perf" O="$obj" -j"$(nproc)" CC="ccache gcc" \
 		NO_LIBPERL=1 NO_LIBBABELTRACE=1 NO_LIBUNWIND=1 NO_SDT=1 NO_JVMTI=1 \
-		NO_LIBPFM4=1 NO_LIBLLVM=1 BUILD_BPF_SKEL=0 PYTHON=/usr/bin/python3 "$@"
+		NO_LIBPFM4=1 NO_LIBLLVM=1 NO_RUST=1 BUILD_BPF_SKEL=0 PYTHON=/usr/bin/python3 "$@"
 }
 
 # The other ways perf is built, at the last perf patch (make check), where
@@ -77,13 +125,14 @@ perf_make() {
 # (make bisect; bisect-build.sh's BISECT_VARIANTS), each with its guest
 # tests run (all-tests.sh): noelf, without libelf, as perf's
 # own tests/make make_no_libelf (no symbols from ELF files, no DWARF, no
-# ORC); unwind, without libdw, so that its DWARF unwinder is libunwind's,
-# as it is whenever libunwind is installed (Debian builds perf so).
+# ORC); unwind, without libdw and with libunwind, so that its DWARF
+# unwinder is libunwind's (since 7.3 perf links libunwind only when asked,
+# LIBUNWIND=1; until then whenever it was installed, as Debian built perf).
 PERF_VARIANTS="noelf unwind"
 perf_variant_args() {
 	case $1 in
 	noelf) echo NO_LIBELF=1 ;;
-	unwind) echo NO_DWARF=1 NO_LIBUNWIND= ;;
+	unwind) echo NO_LIBDW=1 NO_LIBUNWIND= LIBUNWIND=1 ;;
 	*) die "no perf variant $1" ;;
 	esac
 }

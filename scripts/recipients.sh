@@ -20,14 +20,23 @@ recipients() {
 	drops=$(sed -n 's/^Drop: *\([^ ]*\).*/\1/p' <<<"$also")
 	echo "# To and Cc of the $name series: scripts/recipients.sh writes this file"
 	echo "# from scripts/get_maintainer.pl and keeps the lines from \"# Also\" on."
-	# shellcheck disable=SC2046
-	(cd "$TREE" && scripts/get_maintainer.pl --no-git --no-git-fallback \
-		--no-keywords --no-fixes --rolestats \
-		$(series_patches | grep "^$name/" | sed "s|^|$TOP/patches/|")) 2>/dev/null |
+	# get_maintainer.pl gives each address its first role only: ask it
+	# patch by patch, so that whoever maintains what any patch touches is
+	# To: (a KVM x86 maintainer is a reviewer of generic KVM).
+	series_patches | grep "^$name/" | sed "s|^|$TOP/patches/|" |
+		while read -r patch; do
+			(cd "$TREE" && scripts/get_maintainer.pl --no-git --no-git-fallback \
+				--no-keywords --no-fixes --rolestats "$patch") 2>/dev/null
+		done |
 		grep -v -F -f <(printf '%s\n' "${drops:-//none//}") |
 		awk '
-			/\((maintainer|supporter)[:)]/ { sub(/ \(.*$/, ""); print "To: " $0; next }
-			{ sub(/ \(.*$/, ""); print "Cc: " $0 }
+			{
+				to = $0 ~ /\((maintainer|supporter)[:)]/
+				sub(/ \(.*$/, "")
+				if (!($0 in seen)) { seen[$0] = 1; order[n++] = $0 }
+				if (to) is_to[$0] = 1
+			}
+			END { for (i = 0; i < n; i++) print (order[i] in is_to ? "To: " : "Cc: ") order[i] }
 		'
 	[ -z "$also" ] || printf '%s\n' "$also"
 }

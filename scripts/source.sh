@@ -1,7 +1,13 @@
 #!/bin/bash
-# Install the pinned Debian linux-source package and make the base commit of
+# Fetch the pinned Debian linux-source package and make the base commit of
 # the work tree from it.  Prints the version it used; falls back to the newest
-# 6.12 Debian serves, loudly, when the pinned one is gone.
+# $LINUX_SERIES.x the suite serves, loudly, when the pinned one is gone.
+#
+# The package comes from $LINUX_DEB_SUITE (config/base.conf), which need not
+# be the machine's release: it is an architecture-independent tarball, so it
+# is downloaded (not installed) with apt state of its own under
+# $BUILD/source, from the Debian mirror the machine's apt sources name.  The
+# machine's apt configuration and libraries are left alone.
 #
 # The base commit is made with a fixed author and date, so the same source
 # gives the same base commit id on every machine.
@@ -9,46 +15,46 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 pkg=linux-source-$LINUX_SERIES
+SRC=$BUILD/source
+mkdir -p "$SRC"
 
-installed=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || true)
-if [ "$installed" != "$LINUX_DEB_VERSION" ]; then
-	as_root apt-get update -q >/dev/null
-	if apt-cache madison "$pkg" | awk '{print $3}' | grep -qxF "$LINUX_DEB_VERSION"; then
-		want=$LINUX_DEB_VERSION
+deb=$SRC/${pkg}_${LINUX_DEB_VERSION//:/%3a}_all.deb
+if [ -f "$deb" ]; then
+	version=$LINUX_DEB_VERSION
+else
+	apt_suite_init "$SRC" "$LINUX_DEB_SUITE"
+	if apt_suite_versions "$SRC" "$pkg" | grep -qxF "$LINUX_DEB_VERSION"; then
+		version=$LINUX_DEB_VERSION
 	else
-		want=$(apt-cache madison "$pkg" | awk 'NR == 1 {print $3}')
-		[ -n "$want" ] || die "Debian serves no $pkg package"
-		say "WARNING: pinned $pkg $LINUX_DEB_VERSION is no longer served; using $want"
+		version=$(apt_suite_versions "$SRC" "$pkg" | grep -E "^$LINUX_SERIES\." | head -n1)
+		[ -n "$version" ] || die "$LINUX_DEB_SUITE serves no $pkg package"
+		say "WARNING: pinned $pkg $LINUX_DEB_VERSION is no longer served; using $version"
 		say "WARNING: update config/base.conf once the series is checked against it"
+		deb=$SRC/${pkg}_${version//:/%3a}_all.deb
 	fi
-	if [ "$installed" != "$want" ]; then
-		say "installing $pkg=$want"
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-			--no-install-recommends --allow-downgrades "$pkg=$want" >/dev/null
-	fi
-	installed=$want
+	say "downloading $pkg $version (about 170 MB)"
+	(cd "$SRC" && apt_suite "$SRC" download "$pkg=$version" >/dev/null) || die "could not download $pkg $version"
+	[ -f "$deb" ] || die "$deb missing after downloading $pkg $version"
 fi
-say "base: Debian $pkg $installed"
-
-tarball=/usr/src/linux-source-$LINUX_SERIES.tar.xz
-[ -f "$tarball" ] || die "$tarball missing after installing $pkg"
+say "base: Debian $pkg $version"
 
 # The base commit records the package version; reuse it when it matches.
 if [ -d "$TREE/.git" ] && git -C "$TREE" rev-parse -q --verify refs/tags/base >/dev/null &&
-	[ "$(git -C "$TREE" tag -l --format='%(contents:subject)' base)" = "$pkg $installed" ]; then
+	[ "$(git -C "$TREE" tag -l --format='%(contents:subject)' base)" = "$pkg $version" ]; then
 	say "base commit present in $TREE"
 	exit 0
 fi
 
 rm -rf "$TREE"
 mkdir -p "$TREE"
-say "extracting $tarball"
-tar -xJf "$tarball" -C "$TREE" --strip-components=1
+say "extracting $pkg's tarball"
+dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/$pkg.tar.xz" |
+	tar -xJ -C "$TREE" --strip-components=1
 
 # Debian's packaging appends "/*" ("ignore everything at the top level") to
 # the top-level .gitignore, which hides new files from git.  Drop Debian's
 # additions so the tree behaves like upstream; the series never touches
-# .gitignore, so it still applies to any 6.12 tree.
+# .gitignore, so it still applies to any $LINUX_SERIES tree.
 if grep -qxF '/*' "$TREE/.gitignore"; then
 	sed -i '\#^/\*$#d; \#^!/#d' "$TREE/.gitignore"
 fi
@@ -63,6 +69,6 @@ git init -q -b base-$LINUX_SERIES
 git config core.autocrlf false
 git config gc.auto 0
 git add -f -A .
-git commit -q -m "Linux $kernelversion" -m "Debian $pkg $installed, as extracted from $tarball."
-git tag -a -m "$pkg $installed" base
+git commit -q -m "Linux $kernelversion" -m "Debian $pkg $version, as fetched from $LINUX_DEB_SUITE."
+git tag -a -m "$pkg $version" base
 say "base commit $(git rev-parse --short HEAD) (Linux $kernelversion)"

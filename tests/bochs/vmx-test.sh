@@ -21,7 +21,7 @@ set -euo pipefail
 subtests=(c_path_max_stack_3 long64_4k long64_user_supervisor_pte long64_cr3_switch compat_user
 	prot32_pae_user real_mode window_long64_user_supervisor_page window_compat_user bpf_stack_map
 	softirq race)
-run="x86_64/guest_callchain_test -i -p 1000000"
+run="x86/guest_callchain_test -i -p 1000000"
 check_vmx='grep -qw vmx /proc/cpuinfo && [ "$(cat /sys/module/kvm_intel/parameters/ept)" = Y ] || { echo "no kvm_intel with EPT"; exit 1; }; echo "kvm_intel: ept=$(cat /sys/module/kvm_intel/parameters/ept) unrestricted_guest=$(cat /sys/module/kvm_intel/parameters/unrestricted_guest) vpid=$(cat /sys/module/kvm_intel/parameters/vpid)"'
 if [ "${1:-}" = --all ]; then
 	name=vmx-all

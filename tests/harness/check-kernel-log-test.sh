@@ -27,6 +27,7 @@ while IFS= read -r report; do
 	fi
 done <<'REPORTS'
 [    3.0] WARNING: CPU: 1 PID: 77 at drivers/misc/lkdtm/bugs.c:123 lkdtm_WARNING+0x1a/0x20
+[    3.0] WARNING: drivers/misc/lkdtm/bugs.c:164 at lkdtm_WARNING+0xc/0xf, CPU#0: sh/60
 [    3.0] BUG: sleeping function called from invalid context at mm/memory.c:6000
 [    3.0] WARNING: possible circular locking dependency detected
 [    3.0] WARNING: suspicious RCU usage
@@ -37,5 +38,5 @@ done <<'REPORTS'
 [    3.0] rcu: INFO: rcu_preempt self-detected stall on CPU
 [    3.0] INFO: task perf:123 blocked for more than 120 seconds.
 REPORTS
-[ $fail -eq 0 ] && echo "check-kernel-log: clean log passes, 10 kinds of report fail"
+[ $fail -eq 0 ] && echo "check-kernel-log: clean log passes, 11 reports (WARNING in the formats of 6.12 and 7.3) fail"
 exit $fail

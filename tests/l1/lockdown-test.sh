@@ -27,7 +27,7 @@ echo Y >"$knob" || fail "can't turn $knob on under lockdown"
 # Each must pass: a skip here (beside those -t leaves out) fails the test.
 for t in opt_in c_path_max_stack_3; do
 	echo "guest_callchain_test -t $t"
-	out=$("$SELFTESTS/x86_64/guest_callchain_test" -t "$t" 2>&1) || fail "guest_callchain_test -t $t: $out"
+	out=$("$SELFTESTS/x86/guest_callchain_test" -t "$t" 2>&1) || fail "guest_callchain_test -t $t: $out"
 	results=$(python3 "$TOP/scripts/results.py" ktap "guest_callchain_test" <<<"$out")
 	echo "$results"
 	grep -qx "PASS guest_callchain_test/$t" <<<"$results" ||

@@ -152,11 +152,9 @@ static int __init nmi_sampler_init(void)
 {
 	int cpu;
 
-	for_each_possible_cpu(cpu)
-		hrtimer_init(per_cpu_ptr(&nmi_sampler_timer, cpu), CLOCK_MONOTONIC,
-			     HRTIMER_MODE_REL_PINNED_HARD);
 	for_each_possible_cpu(cpu) {
-		per_cpu_ptr(&nmi_sampler_timer, cpu)->function = nmi_sampler_tick;
+		hrtimer_setup(per_cpu_ptr(&nmi_sampler_timer, cpu), nmi_sampler_tick,
+			      CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED_HARD);
 		init_irq_work(per_cpu_ptr(&nmi_sampler_done, cpu), nmi_sampler_idle);
 	}
 
