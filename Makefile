@@ -14,6 +14,10 @@
 #   make export   write the commits of build/linux back into patches/
 #   make bench    in-kernel vs userspace guest call-chain sampling, side by
 #                 side inside L1 (about 11 min): build/bench-out/results.md, overhead.png
+#   make bench-memslots   what an opted-in VM's memslot updates cost: QEMU's
+#                 SeaBIOS booted in L1 opted in and not, side by side (boot
+#                 time, IPIs, memslot ioctl time; L1_KERNEL=bzImage: another
+#                 kernel to compare; about 5 min)
 #   make bisect   every patch builds on its own, perf at each also without
 #                 libelf and without libdw (BISECT_VARIANTS=changed: where
 #                 the libraries can change what builds; about 25 min with an
@@ -34,7 +38,7 @@
 
 S := scripts
 
-.PHONY: all check expected build deps tree export kernel perf selftests bench demo demo-deps demo-soak bochs bisect packages l1 clean distclean
+.PHONY: all check expected build deps tree export kernel perf selftests bench bench-memslots demo demo-deps demo-soak bochs bisect packages l1 clean distclean
 
 all: build
 
@@ -66,6 +70,9 @@ build: kernel perf selftests
 
 bench: build
 	@bash -c '. $(S)/lib.sh; stage bench bash bench/run.sh'
+
+bench-memslots: build
+	@bash -c '. $(S)/lib.sh; stage bench-memslots bash bench/memslot-boot.sh'
 
 demo-deps: deps
 	@bash demo/deps.sh

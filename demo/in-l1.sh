@@ -256,22 +256,7 @@ boot_and_wait() {
 # stopped this way keeps its guest's kvm-clock still: its kernel sees no
 # time pass.
 qmp() {
-	python3 - "/run/${names[$1]}.qmp.sock" "$2" <<-'EOF'
-		import json, socket, sys
-		sock = socket.socket(socket.AF_UNIX)
-		sock.connect(sys.argv[1])
-		stream = sock.makefile("rw")
-		json.loads(stream.readline())
-		for command in ("qmp_capabilities", sys.argv[2]):
-		    stream.write(json.dumps({"execute": command}) + "\n")
-		    stream.flush()
-		    while True:
-		        reply = json.loads(stream.readline())
-		        if "return" in reply or "error" in reply:
-		            break
-		    if "error" in reply:
-		        sys.exit(f"QMP {command}: {reply['error'].get('desc')}")
-	EOF
+	python3 "$TOP/scripts/qmp.py" "/run/${names[$1]}.qmp.sock" "$2" >/dev/null
 }
 
 # The recording's events and target: one VM, its QEMU with the VM's

@@ -26,8 +26,9 @@ packages=(
 	gcc-aarch64-linux-gnu
 	# the benchmark report
 	python3-matplotlib
-	# the bench: L1 under TCG, host root over 9p
-	qemu-system-x86 busybox-static
+	# the bench: L1 under TCG, host root over 9p; make bench-memslots
+	# times QEMU's memslot ioctls with strace
+	qemu-system-x86 busybox-static strace
 	# make demo: the flame graph's picture in headless Chromium
 	chromium fonts-dejavu-core
 	# Intel VMX under Bochs (scripts/bochs-run.sh): the emulator, its

@@ -7,9 +7,11 @@
 #   L1_APPEND=lockdown=integrity; scripts/all-tests.sh does that)
 #
 # Checks: lockdown is at integrity; guest_callchain_test's opt_in (the VM
-# capability, also through a pidfd_getfd() copy) and a compiled call path
-# with samples pass; kvm_guest_callchains opts a running QEMU's VM in and out,
-# as its read-only debugfs file shows, and a write to that file is refused.
+# capability) and a compiled call path with samples pass; kvm_guest_callchains
+# makes a running QEMU (a busy vCPU, its main loop in ppoll()) opt its VM in
+# and out, as its read-only debugfs file shows, and the guest and QEMU's
+# monitor carry on; no other process can set the level; a write to the
+# debugfs file is refused.
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 
@@ -35,25 +37,64 @@ for t in opt_in c_path_max_stack_3; do
 	! grep -v '^PASS' <<<"$results" || fail "guest_callchain_test -t $t: a sub-test did not pass"
 done
 
-# A VM under a VMM that knows nothing of guest call chains: QEMU, stopped
-# before its first instruction (-S); the VM exists all the same.
-qemu-system-x86_64 -machine q35,accel=kvm -m 64 -display none -nodefaults -S \
-	-monitor none -serial none &
+# A VM under a VMM that knows nothing of guest call chains, running: QEMU
+# with one vCPU busy in a loop that writes a byte to the debug console every
+# 2^20 rounds (the "BIOS" below), its main loop in ppoll(), its QMP monitor
+# on a socket.  The tool makes QEMU itself issue KVM_ENABLE_CAP; the guest
+# and QEMU must carry on unharmed.
+work=$(mktemp -d)
+# Real mode at the reset vector: jmp far f000:0000; there: inc ecx; test
+# ecx, 0xfffff; jnz back; mov dx, 0x402; mov al, '.'; out dx, al; jmp back.
+python3 - "$work/busy.bin" <<'PY'
+import sys
+image = bytearray(b'\xf4' * 65536)
+loop = bytes.fromhex('6641' '66f7c1ffff0f00' '75f5' 'ba0204' 'b02e' 'ee' 'ebed')
+image[0:len(loop)] = loop
+image[0xfff0:0xfff5] = bytes.fromhex('ea0000' '00f0')
+open(sys.argv[1], 'wb').write(image)
+PY
+qemu-system-x86_64 -machine q35,accel=kvm -smp 1 -m 64 -display none -nodefaults \
+	-bios "$work/busy.bin" -chardev file,id=dc,path="$work/debugcon" \
+	-device isa-debugcon,iobase=0x402,chardev=dc \
+	-qmp unix:"$work/qmp",server=on,wait=off -serial none &
 qemu=$!
-trap 'kill $qemu 2>/dev/null || true' EXIT
+trap 'kill $qemu 2>/dev/null || true; rm -rf "$work"' EXIT
 file=
 for _ in $(seq 100); do
 	for f in /sys/kernel/debug/kvm/"$qemu"-*/guest_callchains; do
 		[ -f "$f" ] && file=$f
 	done
-	[ -n "$file" ] && break
+	[ -n "$file" ] && [ -S "$work/qmp" ] && break
 	kill -0 $qemu 2>/dev/null || fail "QEMU exited: $(wait $qemu; echo "status $?")"
 	sleep 0.1
 done
 [ -n "$file" ] || fail "QEMU ($qemu) has no VM in /sys/kernel/debug/kvm"
 [ "$(cat "$file")" = 0 ] || fail "$file: $(cat "$file") before opting in"
 
-for level in chain stack off; do
+# The guest's progress: the bytes it writes in 2 seconds.
+progress() {
+	local before
+	before=$(stat -c %s "$work/debugcon")
+	sleep 2
+	echo $(($(stat -c %s "$work/debugcon") - before))
+}
+# QMP's answer to query-status: "running" if QEMU and its monitor are well.
+qmp_status() {
+	python3 "$TOP/scripts/qmp.py" "$work/qmp" query-status |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["status"])'
+}
+main_syscall() { cut -d' ' -f1 "/proc/$qemu/syscall"; }
+
+before=$(progress)
+[ "$before" -gt 0 ] || fail "the guest made no progress before the opt-in"
+for _ in $(seq 50); do
+	[ "$(main_syscall)" = 271 ] && break
+	sleep 0.1
+done
+[ "$(main_syscall)" = 271 ] || fail "QEMU's main thread is not in ppoll(): $(cat "/proc/$qemu/syscall")"
+echo "QEMU $qemu: guest wrote $before bytes in 2 s, main thread in ppoll(), QMP: $(qmp_status)"
+
+for level in chain stack off chain; do
 	out=$(python3 "$KVM_GUEST_CALLCHAINS_TOOL" "$qemu" $level 2>&1) ||
 		fail "kvm_guest_callchains $qemu $level: $out"
 	echo "kvm_guest_callchains $qemu $level: $out"
@@ -62,6 +103,34 @@ for level in chain stack off; do
 done
 out=$(python3 "$KVM_GUEST_CALLCHAINS_TOOL" "$qemu") || fail "kvm_guest_callchains $qemu: $out"
 echo "kvm_guest_callchains $qemu: $out"
+
+after=$(progress)
+[ "$after" -gt 0 ] || fail "the guest made no progress after the opt-in"
+status=$(qmp_status) || fail "QMP did not answer after the opt-in"
+[ "$status" = running ] || fail "QEMU is not running after the opt-in: $status"
+kill -0 $qemu || fail "QEMU died"
+echo "QEMU $qemu after the opt-in: guest wrote $after bytes in 2 s, QMP: $status"
+
+# Nobody but QEMU can set the VM's level: an ioctl on a copy of its VM's file
+# descriptor fails in any other process (guest_callchain_test's opt_in checks
+# that too), so the tool's way is the only way in.
+vmfd=${file##*-}
+vmfd=${vmfd%/guest_callchains}
+python3 - "$qemu" "$vmfd" <<'PY' || fail "KVM took KVM_ENABLE_CAP from a process other than QEMU"
+import ctypes, errno, fcntl, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+pidfd = os.pidfd_open(int(sys.argv[1]))
+copy = libc.syscall(438, pidfd, int(sys.argv[2]), 0)
+assert copy >= 0, os.strerror(ctypes.get_errno())
+cap = struct.pack('=II4Q64x', 252, 0, 1, 0, 0, 0)
+try:
+    fcntl.ioctl(copy, (1 << 30) | (len(cap) << 16) | (0xAE << 8) | 0xa3, cap)
+except OSError as e:
+    sys.exit(0 if e.errno == errno.EIO else 1)
+sys.exit(1)
+PY
+[ "$(cat "$file")" = 1 ] || fail "$file: $(cat "$file") after another process's KVM_ENABLE_CAP"
+python3 "$KVM_GUEST_CALLCHAINS_TOOL" "$qemu" off >/dev/null || fail "kvm_guest_callchains $qemu off"
 
 # debugfs is locked down, and the file is read-only anyway.
 if (echo 1 >"$file") 2>/dev/null; then
