@@ -84,6 +84,13 @@ Sample = namedtuple("Sample", "vm vcpu comm pid tid frames header")
 Vm = namedtuple("Vm", "name kind level pid vcpus")
 
 
+def beyond_ip(sample):
+    """Whether the sample has a frame beyond its IP: one at another
+    address (perf shows the functions inlined at an address as frames at
+    that same address)."""
+    return any(f.addr != sample.frames[0].addr for f in sample.frames[1:])
+
+
 class Error(Exception):
     """Input the checks cannot read at all (not a failed check)."""
 
@@ -277,7 +284,7 @@ def counts(samples):
     demo/bad-use-test.sh read these too)."""
     return {
         "samples": len(samples),
-        "chained": sum(len(s.frames) > 1 for s in samples),
+        "chained": sum(beyond_ip(s) for s in samples),
         "kernel": sum(bool(s.frames) and is_kernel(s.frames[0]) for s in samples),
         # guest kernel frames beyond the first: an unwound kernel stack
         "deep_kernel": sum(sum(map(is_kernel, s.frames)) >= 2 for s in samples),
@@ -455,7 +462,7 @@ def check_share(v, part, whole, least, what, ok_has, bad_has):
 
 
 def check_chained(v, samples, least):
-    chained = sum(len(s.frames) > 1 for s in samples)
+    chained = sum(beyond_ip(s) for s in samples)
     beyond = "have guest frames beyond the IP"
     check_share(v, chained, len(samples), least, "guest samples", beyond, beyond)
 
@@ -653,7 +660,7 @@ def vm_counts(samples, vms):
         vm = kinds.get(pid)
         c = per_vm.setdefault(pid, VmCounts())
         c.samples += 1
-        c.chained += len(s.frames) > 1
+        c.chained += beyond_ip(s)
         c.resolved += bool(s.frames) and s.frames[0].sym != "[unknown]"
         c.unknown += s.comm == UNKNOWN_THREAD
         prog = PROGRAM_OF_LEAF.get(s.frames[0].sym) if s.frames else None

@@ -352,12 +352,16 @@ record_guests() {
 	record+=(-- sleep "$record_seconds")
 	# Each stock guest's clock against ours, before and after recording:
 	# guest-clock-offset runs the recording, within one another's for
-	# several guests, each printing its guest's OFFSET,SCALE.
+	# several guests, each printing its guest's OFFSET,SCALE.  It times
+	# the guest's CPUIDs by their VM exits (cpuid): a round trip over the
+	# clock's serial port takes 5-15 ms here, and the offset's error (half
+	# of that) put up to one sample in five on the wrong side of a guest
+	# context switch.
 	for i in "${sidebands[@]}"; do
 		clock_files+=("$(vm_dir "$i")/guest-clock")
 		# shellcheck disable=SC2016
-		record=(sh -c 'out=$1 sock=$2; shift 2; exec python3 "$0" ping "$sock" -- "$@" >"$out"'
-			"$TOP/tools/guest-clock/guest-clock-offset" "${clock_files[-1]}" "$(clock_sock "$i")"
+		record=(sh -c 'out=$1 sock=$2 pid=$3 perf=$4; shift 4; exec python3 "$0" cpuid "$sock" "$pid" --perf "$perf" -- "$@" >"$out"'
+			"$TOP/tools/guest-clock/guest-clock-offset" "${clock_files[-1]}" "$(clock_sock "$i")" "${qemus[$i]}" "$PERF"
 			"${record[@]}")
 	done
 	record_rc=0

@@ -6,7 +6,7 @@
 #     figure, one that lost more, one whose guest sideband lost events,
 #     one that has no recording.txt, one whose guest samples are under
 #     MIN_GUEST_SHARE_PERCENT (50%) of its samples or are none, and one
-#     with more than MAX_UNKNOWN_THREAD_PERCENT (10%) of them the unknown
+#     with more than MAX_UNKNOWN_THREAD_PERCENT (1%) of them the unknown
 #     guest thread's;
 #   - demo/recording-counts.sh counts the samples and what a recording
 #     lost: a ring of one page cannot hold one 8 KiB stack sample, so
@@ -71,12 +71,12 @@ fails "guest samples under half the recording's fail, with the figure" \
 recording 0 0
 printf '\n' >"$tmp/demo/perf-kvm-script.txt"
 fails "no guest samples fail" "FAILED: only 0 guest samples in perf kvm script, 0.0% of the recording's 1000 (need 50%)"
-script 864 96 >"$tmp/demo/perf-kvm-script.txt"
-passes "10% of the guest samples on the unknown guest thread pass" \
-	"ok: 96 of 960 guest samples are the unknown guest thread's (10.0%; at most 10%)"
-script 854 106 >"$tmp/demo/perf-kvm-script.txt"
-fails "11% of the guest samples on the unknown guest thread fail, with the figure" \
-	"FAILED: 106 of 960 guest samples are the unknown guest thread's (11.0%, more than 10%): the sideband did not place them"
+script 951 9 >"$tmp/demo/perf-kvm-script.txt"
+passes "0.9% of the guest samples on the unknown guest thread pass" \
+	"ok: 9 of 960 guest samples are the unknown guest thread's (0.9%; at most 1%)"
+script 948 12 >"$tmp/demo/perf-kvm-script.txt"
+fails "1.2% of the guest samples on the unknown guest thread fail, with the figure" \
+	"FAILED: 12 of 960 guest samples are the unknown guest thread's (1.2%, more than 1%): the sideband did not place them"
 rm "$tmp/demo/recording.txt"
 fails "no recording.txt fails" 'FAILED: no recording.txt'
 

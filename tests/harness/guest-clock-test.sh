@@ -5,7 +5,13 @@
 #   - the offset comes out at 5 s, within the half round trip it reports;
 #   - on a slow guest (50 ms a round trip) the readings stop after about
 #     --seconds, not after 100 round trips, before and after the command;
-#   - the command's exit status is passed on; wrong use says how to use it.
+#   - the command's exit status is passed on; wrong use says how to use it;
+#   - guest-clock-offset cpuid against a made-up guest that answers 'x'
+#     with 20 readings 40 us apart around made-up CPUIDs, 5 s ahead, and a
+#     made-up perf that records their VM exits at the host's time (its
+#     --control protocol, its script output): the offset comes out at 5 s
+#     within 20 us, whatever the 30 ms round trip; with no VM exits
+#     recorded, or a perf that can't record them, it says so and fails.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 
@@ -85,6 +91,105 @@ if [ $rc -ne 0 ] && grep -q 'none.sock' "$tmp/err"; then
 	echo "ok: no guest at the socket: $(cat "$tmp/err")"
 else
 	echo "FAILED: no guest at the socket: exit status $rc, says '$(cat "$tmp/err")'"
+	fail=1
+fi
+
+# The cpuid way.  The made-up guest writes each reading's host time to
+# $tmp/exits as perf would record KVM's handling of the CPUID.
+python3 - "$tmp/cpuid.sock" "$tmp/exits" <<'PY' &
+import socket, sys, time
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(sys.argv[1])
+srv.listen(1)
+seq = 0
+while True:
+    conn, _ = srv.accept()
+    while True:
+        c = conn.recv(1)
+        if not c or c == b'q':
+            break
+        if c == b'x':
+            time.sleep(0.03)
+            lines = []
+            for _ in range(20):
+                seq += 1
+                host = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+                with open(sys.argv[2], 'a') as f:
+                    f.write('%d %d\n' % (host, seq))
+                lines.append(b'%d %d %d\n' % (seq, host + 5000000000 - 20000, host + 5000000000 + 20000))
+            conn.sendall(b''.join(lines) + b'.\n')
+    conn.close()
+PY
+cpuid_guest=$!
+trap 'kill $guest $cpuid_guest 2>/dev/null; rm -rf "$tmp"' EXIT
+# perf record ... --control fifo:CTL,ACK -o DATA: ack the enable, stop at
+# SIGINT with perf's status (130); perf script: the exits as kvm:kvm_cpuid
+# lines.
+cat >"$tmp/perf" <<'SH'
+#!/bin/bash
+exits=${FAKE_EXITS:?}
+case "$1" in
+record)
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--control) ctl=${2#fifo:} ack=${ctl#*,} ctl=${ctl%,*}; shift ;;
+		esac
+		shift
+	done
+	trap 'exit 130' INT
+	read -r cmd <"$ctl"
+	# as perf does: "ack\n" and the string's NUL
+	[ "$cmd" = enable ] && printf 'ack\n\0' >"$ack"
+	while :; do sleep 0.1; done
+	;;
+script)
+	[ -e "$exits" ] || exit 0
+	while read -r host seq; do
+		printf ' %d.%09d: func 50455246 idx %x rax 0 rbx 0 rcx 0 rdx 0, cpuid entry not found\n' \
+			$((host / 1000000000)) $((host % 1000000000)) "$seq"
+	done <"$exits"
+	;;
+esac
+SH
+chmod +x "$tmp/perf"
+for _ in $(seq 50); do [ -S "$tmp/cpuid.sock" ] && break; sleep 0.1; done
+rc=0
+FAKE_EXITS=$tmp/exits python3 "$tool" cpuid "$tmp/cpuid.sock" $$ --perf "$tmp/perf" -- sleep 1.2 \
+	>"$tmp/out" 2>"$tmp/err" || rc=$?
+cat "$tmp/err"
+if [ $rc -eq 0 ] && python3 -c '
+import sys, time
+offset, scale = (float(x) for x in open(sys.argv[1]).read().split(","))
+now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+sys.exit(not (abs(offset + now * scale - now - 5e9) < 2e4 and abs(scale - 1) < 1e-4))' "$tmp/out" &&
+	grep -q '(+-20000 ns, 20 of 20 VM exits)' "$tmp/err"; then
+	echo "ok: cpuid: offset,scale $(cat "$tmp/out") is 5 s ahead within 20 us, scale 1"
+else
+	echo "FAILED: cpuid: exit status $rc, offset,scale '$(cat "$tmp/out")', not 5 s ahead within 20 us"
+	fail=1
+fi
+rc=0
+FAKE_EXITS=$tmp/none python3 "$tool" cpuid "$tmp/cpuid.sock" $$ --perf "$tmp/perf" >"$tmp/out" 2>"$tmp/err" || rc=$?
+if [ $rc -ne 0 ] && grep -q "perf recorded none of the guest's 20 CPUIDs as VM exits of $$" "$tmp/err"; then
+	echo "ok: cpuid: no VM exits recorded: $(cat "$tmp/err")"
+else
+	echo "FAILED: cpuid: no VM exits recorded: exit status $rc, says '$(cat "$tmp/err")'"
+	fail=1
+fi
+rc=0
+timeout 60 python3 "$tool" cpuid "$tmp/cpuid.sock" $$ --perf false >"$tmp/out" 2>"$tmp/err" || rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'perf record of the VM exits did not start' "$tmp/err"; then
+	echo "ok: cpuid: a perf that can't record: $(cat "$tmp/err")"
+else
+	echo "FAILED: cpuid: a perf that can't record: exit status $rc, says '$(cat "$tmp/err")'"
+	fail=1
+fi
+rc=0
+python3 "$tool" cpuid "$tmp/cpuid.sock" >"$tmp/out" 2>"$tmp/err" || rc=$?
+if [ $rc -ne 0 ] && grep -q '^guest-clock-offset: usage: guest-clock-offset cpuid' "$tmp/err"; then
+	echo "ok: cpuid without the VMM's PID gets the usage"
+else
+	echo "FAILED: cpuid without the VMM's PID: exit status $rc, says '$(cat "$tmp/err")'"
 	fail=1
 fi
 exit $fail

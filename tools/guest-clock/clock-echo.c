@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The guest half of guest-clock-offset: on a virtio serial port, answer
- * each 'c' read with this machine's CLOCK_MONOTONIC in nanoseconds, as a
- * decimal line; stop at 'q'.  Reading the port gives end of file while
- * the host's side is not connected: wait for the host then.
+ * The guest half of guest-clock-offset, on a virtio serial port:
+ *   'c'  answer this machine's CLOCK_MONOTONIC in nanoseconds, a decimal
+ *        line (guest-clock-offset ping);
+ *   'x'  take READINGS readings, each the clock just before and just after
+ *        a CPUID of leaf CPUID_LEAF with a sequence number as its subleaf:
+ *        CPUID always exits to the hypervisor, and the host's perf records
+ *        KVM's handling of it (kvm:kvm_cpuid) with the host's time; answer
+ *        "SEQ BEFORE AFTER" a line each, then "." (guest-clock-offset
+ *        cpuid).  Any user may run CPUID; x86 only;
+ *   'q'  stop.
+ * Reading the port gives end of file while the host's side is not
+ * connected: wait for the host then.
  *
  *   clock-echo /dev/vport0p2
  */
@@ -13,10 +21,57 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+/* "PERF": a leaf no CPU defines; KVM answers it without changing anything. */
+#define CPUID_LEAF 0x50455246
+#define READINGS 20
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int answer(int fd, const char *line, int n)
+{
+	return write(fd, line, n) == n ? 0 : -1;
+}
+
+/* 'x': the readings around CPUIDs, or why there are none. */
+static int exit_readings(int fd, unsigned int *seq)
+{
+	char line[80];
+	int i, n;
+
+#if defined(__x86_64__) || defined(__i386__)
+	for (i = 0; i < READINGS; i++) {
+		unsigned int eax, ebx, ecx, edx;
+		long long before, after;
+
+		before = now_ns();
+		__cpuid_count(CPUID_LEAF, ++*seq, eax, ebx, ecx, edx);
+		after = now_ns();
+		n = snprintf(line, sizeof(line), "%u %lld %lld\n", *seq, before, after);
+		if (answer(fd, line, n))
+			return -1;
+	}
+	return answer(fd, ".\n", 2);
+#else
+	(void)seq;
+	(void)i;
+	n = snprintf(line, sizeof(line), "error no CPUID on this architecture\n");
+	return answer(fd, line, n);
+#endif
+}
 
 int main(int argc, char **argv)
 {
-	struct timespec ts;
+	unsigned int seq = 0;
 	char c, line[32];
 	int fd, n;
 
@@ -41,12 +96,15 @@ int main(int argc, char **argv)
 		}
 		if (c == 'q')
 			break;
+		if (c == 'x') {
+			if (exit_readings(fd, &seq))
+				return 1;
+			continue;
+		}
 		if (c != 'c')
 			continue;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		n = snprintf(line, sizeof(line), "%lld\n",
-			     (long long)ts.tv_sec * 1000000000 + ts.tv_nsec);
-		if (write(fd, line, n) != n)
+		n = snprintf(line, sizeof(line), "%lld\n", now_ns());
+		if (answer(fd, line, n))
 			return 1;
 	}
 	return 0;
