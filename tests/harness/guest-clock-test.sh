@@ -20,11 +20,16 @@ trap 'kill $guest 2>/dev/null; rm -rf "$tmp"' EXIT
 fail=0
 tool=$TOP/tools/guest-clock/guest-clock-offset
 
-python3 - "$tmp/clock.sock" <<'PY' &
+# The made-up guest, 5 s ahead: 'c' answered after 50 ms; 'x' answered
+# after 30 ms with 20 readings 40 us apart around made-up CPUIDs, each
+# written to $tmp/exits at the host's time, as perf would record KVM's
+# handling of the CPUID.
+python3 - "$tmp/clock.sock" "$tmp/exits" <<'PY' &
 import socket, sys, time
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 srv.bind(sys.argv[1])
 srv.listen(1)
+seq = 0
 while True:
     conn, _ = srv.accept()
     while True:
@@ -34,6 +39,16 @@ while True:
         if c == b'c':
             time.sleep(0.05)
             conn.sendall(b'%d\n' % (time.clock_gettime_ns(time.CLOCK_MONOTONIC) + 5000000000))
+        if c == b'x':
+            time.sleep(0.03)
+            lines = []
+            for _ in range(20):
+                seq += 1
+                host = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+                with open(sys.argv[2], 'a') as f:
+                    f.write('%d %d\n' % (host, seq))
+                lines.append(b'%d %d %d\n' % (seq, host + 5000000000 - 20000, host + 5000000000 + 20000))
+            conn.sendall(b''.join(lines) + b'.\n')
     conn.close()
 PY
 guest=$!
@@ -94,35 +109,7 @@ else
 	fail=1
 fi
 
-# The cpuid way.  The made-up guest writes each reading's host time to
-# $tmp/exits as perf would record KVM's handling of the CPUID.
-python3 - "$tmp/cpuid.sock" "$tmp/exits" <<'PY' &
-import socket, sys, time
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind(sys.argv[1])
-srv.listen(1)
-seq = 0
-while True:
-    conn, _ = srv.accept()
-    while True:
-        c = conn.recv(1)
-        if not c or c == b'q':
-            break
-        if c == b'x':
-            time.sleep(0.03)
-            lines = []
-            for _ in range(20):
-                seq += 1
-                host = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-                with open(sys.argv[2], 'a') as f:
-                    f.write('%d %d\n' % (host, seq))
-                lines.append(b'%d %d %d\n' % (seq, host + 5000000000 - 20000, host + 5000000000 + 20000))
-            conn.sendall(b''.join(lines) + b'.\n')
-    conn.close()
-PY
-cpuid_guest=$!
-trap 'kill $guest $cpuid_guest 2>/dev/null; rm -rf "$tmp"' EXIT
-# perf record ... --control fifo:CTL,ACK -o DATA: ack the enable, stop at
+# The cpuid way, with a made-up perf: perf record ... --control fifo:CTL,ACK -o DATA: ack the enable, stop at
 # SIGINT with perf's status (130); perf script: the exits as kvm:kvm_cpuid
 # lines.
 cat >"$tmp/perf" <<'SH'
@@ -152,9 +139,8 @@ script)
 esac
 SH
 chmod +x "$tmp/perf"
-for _ in $(seq 50); do [ -S "$tmp/cpuid.sock" ] && break; sleep 0.1; done
 rc=0
-FAKE_EXITS=$tmp/exits python3 "$tool" cpuid "$tmp/cpuid.sock" $$ --perf "$tmp/perf" -- sleep 1.2 \
+FAKE_EXITS=$tmp/exits python3 "$tool" cpuid "$tmp/clock.sock" $$ --perf "$tmp/perf" -- sleep 1.2 \
 	>"$tmp/out" 2>"$tmp/err" || rc=$?
 cat "$tmp/err"
 if [ $rc -eq 0 ] && python3 -c '
@@ -169,7 +155,7 @@ else
 	fail=1
 fi
 rc=0
-FAKE_EXITS=$tmp/none python3 "$tool" cpuid "$tmp/cpuid.sock" $$ --perf "$tmp/perf" >"$tmp/out" 2>"$tmp/err" || rc=$?
+FAKE_EXITS=$tmp/none python3 "$tool" cpuid "$tmp/clock.sock" $$ --perf "$tmp/perf" >"$tmp/out" 2>"$tmp/err" || rc=$?
 if [ $rc -ne 0 ] && grep -q "perf recorded none of the guest's 20 CPUIDs as VM exits of $$" "$tmp/err"; then
 	echo "ok: cpuid: no VM exits recorded: $(cat "$tmp/err")"
 else
@@ -177,7 +163,7 @@ else
 	fail=1
 fi
 rc=0
-timeout 60 python3 "$tool" cpuid "$tmp/cpuid.sock" $$ --perf false >"$tmp/out" 2>"$tmp/err" || rc=$?
+timeout 60 python3 "$tool" cpuid "$tmp/clock.sock" $$ --perf false >"$tmp/out" 2>"$tmp/err" || rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'perf record of the VM exits did not start' "$tmp/err"; then
 	echo "ok: cpuid: a perf that can't record: $(cat "$tmp/err")"
 else
@@ -185,7 +171,7 @@ else
 	fail=1
 fi
 rc=0
-python3 "$tool" cpuid "$tmp/cpuid.sock" >"$tmp/out" 2>"$tmp/err" || rc=$?
+python3 "$tool" cpuid "$tmp/clock.sock" >"$tmp/out" 2>"$tmp/err" || rc=$?
 if [ $rc -ne 0 ] && grep -q '^guest-clock-offset: usage: guest-clock-offset cpuid' "$tmp/err"; then
 	echo "ok: cpuid without the VMM's PID gets the usage"
 else
