@@ -32,8 +32,12 @@
  * makes the tables.  The host side, host_clock, is a program of its own.
  *
  *   guest_callchain_bench [-o results.csv] [-r reps] [-d seconds] [-w seconds]
- *                         [-p phase_seconds] [-T] [--only SAMPLER:DEPTH:RATE[:sparse]]
+ *                         [-p phase_seconds] [-T] [--only SAMPLER:DEPTH:RATE[:sparse]]...
  *   guest_callchain_bench --smoke
+ *
+ * --only, given several times, runs those configurations alone, in turn in
+ * each repetition (in reverse order every other one, as the full plan), so
+ * that they are compared side by side in one run.
  */
 #include <getopt.h>
 #include <sched.h>
@@ -47,12 +51,14 @@
 #include "test_util.h"
 
 #define MAX_CONFIGS		256
+#define MAX_ONLY		8
 
 struct options {
 	bool smoke;
 	int reps;
 	struct timing time;
-	struct config only;		/* --only, if .depth */
+	struct config only[MAX_ONLY];	/* --only */
+	int nr_only;
 	const char *results_path;
 	bool trace_phases;
 };
@@ -227,9 +233,14 @@ static int plan(const struct options *o, int rep, struct config *list)
 {
 	int n = 0;
 
-	if (o->only.depth)
-		return add(list, 0, &o->time, o->only.sparse, o->only.depth, o->only.kind,
-			   o->only.rate);
+	if (o->nr_only) {
+		for (n = 0; n < o->nr_only; n++) {
+			const struct config *c = &o->only[rep % 2 ? n : o->nr_only - 1 - n];
+
+			add(list, n, &o->time, c->sparse, c->depth, c->kind, c->rate);
+		}
+		return n;
+	}
 	if (!o->smoke)
 		return plan_full(list, &o->time, !(rep % 2));
 	n = add(list, n, &o->time, false, 8, S_NONE, 0);
@@ -275,7 +286,7 @@ static bool smoke_verdict(const struct result *results, int n)
 static void help(const char *name)
 {
 	printf("usage: %s [--smoke] [-o results.csv] [-r reps] [-d seconds] [-w warmup_s]\n"
-	       "          [-p phase_s] [-T] [--only SAMPLER:DEPTH:RATE[:sparse]]\n", name);
+	       "          [-p phase_s] [-T] [--only SAMPLER:DEPTH:RATE[:sparse]]...\n", name);
 }
 
 /* SAMPLER:DEPTH:RATE[:sparse], e.g. kernel-chain:64:5000 */
@@ -314,7 +325,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 			o->smoke = true;
 			break;
 		case 'O':
-			if (!parse_only(optarg, &o->only)) {
+			if (o->nr_only == MAX_ONLY || !parse_only(optarg, &o->only[o->nr_only++])) {
 				help(argv[0]);
 				exit(1);
 			}
@@ -429,7 +440,7 @@ static void micro_all(struct bench *b, const struct options *o, FILE *results)
 	};
 	int i;
 
-	if (o->only.depth)
+	if (o->nr_only)
 		return;
 	for (i = 0; i < (o->smoke ? 1 : ARRAY_SIZE(shapes)); i++)
 		micro(b, &shapes[i], results);
