@@ -19,6 +19,19 @@ tmp=$(mktemp -d)
 trap 'kill $guest 2>/dev/null; rm -rf "$tmp"' EXIT
 fail=0
 tool=$TOP/tools/guest-clock/guest-clock-offset
+# refuses WHAT PATTERN COMMAND...: COMMAND fails (not by a timeout),
+# saying PATTERN (grep).
+refuses() {
+	local what=$1 pattern=$2 rc=0
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "$pattern" "$tmp/err"; then
+		echo "ok: $what: $(cat "$tmp/err")"
+	else
+		echo "FAILED: $what: exit status $rc, says '$(cat "$tmp/err")'"
+		fail=1
+	fi
+}
 
 # The made-up guest, 5 s ahead: 'c' answered after 50 ms; 'x' answered
 # after 30 ms with 20 readings 40 us apart around made-up CPUIDs, each
@@ -92,22 +105,9 @@ else
 	fail=1
 fi
 
-rc=0
-python3 "$tool" ping "$tmp/clock.sock" --seconds soon >"$tmp/out" 2>"$tmp/err" || rc=$?
-if [ $rc -ne 0 ] && grep -q '^guest-clock-offset: usage:' "$tmp/err"; then
-	echo "ok: a wrong --seconds gets the usage"
-else
-	echo "FAILED: a wrong --seconds: exit status $rc, says '$(cat "$tmp/err")'"
-	fail=1
-fi
-rc=0
-python3 "$tool" ping "$tmp/none.sock" >"$tmp/out" 2>"$tmp/err" || rc=$?
-if [ $rc -ne 0 ] && grep -q 'none.sock' "$tmp/err"; then
-	echo "ok: no guest at the socket: $(cat "$tmp/err")"
-else
-	echo "FAILED: no guest at the socket: exit status $rc, says '$(cat "$tmp/err")'"
-	fail=1
-fi
+refuses "a wrong --seconds gets the usage" '^guest-clock-offset: usage:' \
+	python3 "$tool" ping "$tmp/clock.sock" --seconds soon
+refuses "no guest at the socket" 'none.sock' python3 "$tool" ping "$tmp/none.sock"
 
 # The cpuid way, with a made-up perf: perf record ... --control fifo:CTL,ACK -o DATA: ack the enable, stop at
 # SIGINT with perf's status (130); perf script: the exits as kvm:kvm_cpuid
@@ -154,28 +154,10 @@ else
 	echo "FAILED: cpuid: exit status $rc, offset,scale '$(cat "$tmp/out")', not 5 s ahead within 20 us"
 	fail=1
 fi
-rc=0
-FAKE_EXITS=$tmp/none python3 "$tool" cpuid "$tmp/clock.sock" $$ --perf "$tmp/perf" >"$tmp/out" 2>"$tmp/err" || rc=$?
-if [ $rc -ne 0 ] && grep -q "perf recorded none of the guest's 20 CPUIDs as VM exits of $$" "$tmp/err"; then
-	echo "ok: cpuid: no VM exits recorded: $(cat "$tmp/err")"
-else
-	echo "FAILED: cpuid: no VM exits recorded: exit status $rc, says '$(cat "$tmp/err")'"
-	fail=1
-fi
-rc=0
-timeout 60 python3 "$tool" cpuid "$tmp/clock.sock" $$ --perf false >"$tmp/out" 2>"$tmp/err" || rc=$?
-if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q 'perf record of the VM exits did not start' "$tmp/err"; then
-	echo "ok: cpuid: a perf that can't record: $(cat "$tmp/err")"
-else
-	echo "FAILED: cpuid: a perf that can't record: exit status $rc, says '$(cat "$tmp/err")'"
-	fail=1
-fi
-rc=0
-python3 "$tool" cpuid "$tmp/clock.sock" >"$tmp/out" 2>"$tmp/err" || rc=$?
-if [ $rc -ne 0 ] && grep -q '^guest-clock-offset: usage: guest-clock-offset cpuid' "$tmp/err"; then
-	echo "ok: cpuid without the VMM's PID gets the usage"
-else
-	echo "FAILED: cpuid without the VMM's PID: exit status $rc, says '$(cat "$tmp/err")'"
-	fail=1
-fi
+refuses "cpuid: no VM exits recorded" "perf recorded none of the guest's 20 CPUIDs as VM exits of $$" \
+	env FAKE_EXITS="$tmp/none" python3 "$tool" cpuid "$tmp/clock.sock" $$ --perf "$tmp/perf"
+refuses "cpuid: a perf that can't record" 'perf record of the VM exits did not start' \
+	timeout 60 python3 "$tool" cpuid "$tmp/clock.sock" $$ --perf false
+refuses "cpuid without the VMM's PID gets the usage" '^guest-clock-offset: usage: guest-clock-offset cpuid' \
+	python3 "$tool" cpuid "$tmp/clock.sock"
 exit $fail
