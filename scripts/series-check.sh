@@ -28,17 +28,34 @@ applies() {
 	done
 }
 
+# Whether series $1 needs series $2, directly or through another.
+depends() {
+	local need
+	for need in $(series_needs "$1"); do
+		[ "$need" = "$2" ] && return 0
+		depends "$need" "$2" && return 0
+	done
+	return 1
+}
+
+# The series $1 needs, directly or not, in the order of patches/series.
+all_needs() {
+	local other
+	for other in $(series_names); do
+		! depends "$1" "$other" || echo "$other"
+	done
+}
+
 failed=0
 for name in $(series_names); do
 	# shellcheck disable=SC2046
-	if applies $(series_needs "$name") "$name"; then
-		say "$name applies on the base with what it needs: $(series_needs "$name" | tr '\n' ' ')"
+	if applies $(all_needs "$name") "$name"; then
+		say "$name applies on the base with what it needs: $(all_needs "$name" | tr '\n' ' ')"
 	else
 		failed=1
 	fi
 	others=$(for other in $(series_names); do
-		needs=" $(series_needs "$other" | tr '\n' ' ')"
-		[ "$other" = "$name" ] || [[ $needs == *" $name "* ]] || echo "$other"
+		[ "$other" = "$name" ] || depends "$other" "$name" || echo "$other"
 	done)
 	# shellcheck disable=SC2086
 	if applies $others "$name"; then
