@@ -1,5 +1,5 @@
 #!/bin/bash
-# KVM's Intel code, executed: guest_callchain_test on our kernel under Bochs
+# KVM's Intel code, executed: the guest call chain tests on our kernel under Bochs
 # (scripts/bochs-run.sh), whose emulated CPU has VMX with EPT, kvm_intel
 # loaded, the kernel log checked as L1's is.
 #
@@ -13,34 +13,51 @@
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 
-# One of each kind (a name runs every sub-test whose name contains it):
-# the compiled path, 64-bit kernel and user stacks, a CR3 switch without
-# exits (CR3 read live from the VMCS), compat and 32-bit PAE user code,
-# real mode (no chain), stack windows, BPF, no guest state in the softirqs
-# after VMX's handle_exit_irqoff(), the race; about 165 s here.
-subtests=(c_path_max_stack_3 long64_4k long64_user_supervisor_pte long64_cr3_switch compat_user
-	prot32_pae_user real_mode window_long64_user_supervisor_page window_compat_user bpf_stack_map
-	softirq race)
-run="x86/guest_callchain_test -i -p 1000000"
+# One of each kind, as PROGRAM:NAME (a name runs every sub-test of PROGRAM
+# whose name contains it): the compiled path, 64-bit kernel and user
+# stacks, a CR3 switch without exits (CR3 read live from the VMCS), compat
+# and 32-bit PAE user code, real mode (no chain), stack windows, BPF, no
+# guest state in the softirqs after VMX's handle_exit_irqoff(), the race;
+# about 165 s here.
+subtests=(guest_callchain_test:c_path_max_stack_3 guest_callchain_walk_test:long64_4k
+	guest_callchain_walk_test:long64_user_supervisor_pte guest_callchain_walk_test:long64_cr3_switch
+	guest_callchain_walk_test:compat_user guest_callchain_walk_test:prot32_pae_user
+	guest_callchain_walk_test:real_mode guest_stack_window_test:window_long64_user_supervisor_page
+	guest_stack_window_test:window_compat_user guest_callchain_test:bpf_stack_map
+	guest_callchain_test:softirq guest_callchain_race_test:race)
+programs=(guest_callchain_test guest_callchain_walk_test guest_stack_window_test
+	guest_callchain_opt_in_test guest_callchain_race_test)
+options="-i -p 1000000"
 check_vmx='grep -qw vmx /proc/cpuinfo && [ "$(cat /sys/module/kvm_intel/parameters/ept)" = Y ] || { echo "no kvm_intel with EPT"; exit 1; }; echo "kvm_intel: ept=$(cat /sys/module/kvm_intel/parameters/ept) unrestricted_guest=$(cat /sys/module/kvm_intel/parameters/unrestricted_guest) vpid=$(cat /sys/module/kvm_intel/parameters/vpid)"'
+# Each run starts with a line "=== PROGRAM", which sorts its results.
 if [ "${1:-}" = --all ]; then
 	name=vmx-all
-	script="$check_vmx; $run"
+	script="$check_vmx; rc=0; for p in ${programs[*]}; do echo === \$p; x86/\$p $options || rc=1; done; exit \$rc"
 else
 	[ $# -eq 0 ] || die "usage: $0 [--all]"
 	name=vmx
-	script="$check_vmx; rc=0; for t in ${subtests[*]}; do $run -t \$t || rc=1; done; exit \$rc"
+	script="$check_vmx; rc=0; for t in ${subtests[*]}; do echo === \${t%%:*}; x86/\${t%%:*} $options -t \${t#*:} || rc=1; done; exit \$rc"
 fi
 rc=0
 bash "$TOP/scripts/bochs-run.sh" -t 1200 -n "$name" sh -c "$script" || rc=$?
 # A result per sub-test (scripts/results.py), for make check's accounting
 # when it runs this ($STAGE_RESULTS); every sub-test named (with --all:
 # every sub-test there is) must pass, with samples: a skip is no pass.
-tr -d '\r' <"$OUT/bochs/$name/output.log" |
-	python3 "$TOP/scripts/results.py" ktap intel/guest_callchain_test >"$OUT/bochs/$name/results.txt"
+for p in "${programs[@]}"; do rm -f "$OUT/bochs/$name/$p.log"; done
+tr -d '\r' <"$OUT/bochs/$name/output.log" | awk -v dir="$OUT/bochs/$name" '
+	/^=== [a-z_]+$/ { file = dir "/" $2 ".log"; next }
+	file { print >>file }'
+: >"$OUT/bochs/$name/results.txt"
+: >"$OUT/bochs/$name/passed"
+for p in "${programs[@]}"; do
+	[ -f "$OUT/bochs/$name/$p.log" ] || continue
+	python3 "$TOP/scripts/results.py" ktap "intel/$p" <"$OUT/bochs/$name/$p.log" >>"$OUT/bochs/$name/results.txt"
+	grep -E '^ok [0-9]+ [a-z][^#]*: [0-9]+ samples' "$OUT/bochs/$name/$p.log" |
+		sed -E "s/^ok [0-9]+ ([a-z0-9_]+).*/$p:\1/" >>"$OUT/bochs/$name/passed"
+	rm -f "$OUT/bochs/$name/$p.log"
+done
 [ -z "${STAGE_RESULTS:-}" ] || cat "$OUT/bochs/$name/results.txt" >>"$STAGE_RESULTS"
-tr -d '\r' <"$OUT/bochs/$name/output.log" | grep -E '^ok [0-9]+ [a-z][^#]*: [0-9]+ samples' |
-	sed -E 's/^ok [0-9]+ ([a-z0-9_]+).*/\1/' | sort -u >"$OUT/bochs/$name/passed"
+sort -u -o "$OUT/bochs/$name/passed" "$OUT/bochs/$name/passed"
 missing=0
 if [ "$name" = vmx-all ]; then
 	grep -v '^PASS' "$OUT/bochs/$name/results.txt" | sed 's/^/FAILED: under VMX: /' && missing=1

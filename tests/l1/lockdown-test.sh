@@ -6,7 +6,7 @@
 #   scripts/l1-run.sh -n lockdown bash tests/l1/lockdown-test.sh   (with
 #   L1_APPEND=lockdown=integrity; scripts/all-tests.sh does that)
 #
-# Checks: lockdown is at integrity; guest_callchain_test's opt_in (the VM
+# Checks: lockdown is at integrity; guest_callchain_opt_in_test (the VM
 # capability) and a compiled call path with samples pass; kvm_guest_callchains
 # makes a running QEMU (a busy vCPU, its main loop in ppoll()) opt its VM in
 # and out, as its read-only debugfs file shows, and the guest and QEMU's
@@ -27,14 +27,14 @@ knob=/sys/module/kvm/parameters/enable_guest_callchains
 echo Y >"$knob" || fail "can't turn $knob on under lockdown"
 
 # Each must pass: a skip here (beside those -t leaves out) fails the test.
-for t in opt_in c_path_max_stack_3; do
-	echo "guest_callchain_test -t $t"
-	out=$("$SELFTESTS/x86/guest_callchain_test" -t "$t" 2>&1) || fail "guest_callchain_test -t $t: $out"
-	results=$(python3 "$TOP/scripts/results.py" ktap "guest_callchain_test" <<<"$out")
+for t in guest_callchain_opt_in_test:opt_in guest_callchain_test:c_path_max_stack_3; do
+	prog=${t%%:*} t=${t#*:}
+	echo "$prog -t $t"
+	out=$("$SELFTESTS/x86/$prog" -t "$t" 2>&1) || fail "$prog -t $t: $out"
+	results=$(python3 "$TOP/scripts/results.py" ktap "$prog" <<<"$out")
 	echo "$results"
-	grep -qx "PASS guest_callchain_test/$t" <<<"$results" ||
-		fail "guest_callchain_test -t $t did not pass: $results"
-	! grep -v '^PASS' <<<"$results" || fail "guest_callchain_test -t $t: a sub-test did not pass"
+	grep -qx "PASS $prog/$t" <<<"$results" || fail "$prog -t $t did not pass: $results"
+	! grep -v '^PASS' <<<"$results" || fail "$prog -t $t: a sub-test did not pass"
 done
 
 # A VM under a VMM that knows nothing of guest call chains, running: QEMU
