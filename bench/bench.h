@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "guest_callchain.h"
 #include "kvm_util.h"
 
 #define MAX_DEPTH		128
@@ -147,7 +148,7 @@ void read_expect(struct bench *b, struct expect *e, int depth);
 
 /* run.c */
 u64 bench_rdtsc(void);
-u64 now_ns(void);
+/* now_ns(): the selftest library's (x86/guest_callchain.h), CLOCK_MONOTONIC */
 u64 ring_need(const struct config *c, u64 words_per_sample);
 void tally_chain(struct tally *t, const struct expect *e, u64 ip,
 		 const u64 *frames, u64 nr_frames);

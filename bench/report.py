@@ -17,6 +17,7 @@ kernel-ip of the same repetition.
 """
 import bisect
 import csv
+import math
 import os
 import statistics
 import sys
@@ -161,6 +162,71 @@ def rng(values):
     return (min(values), max(values)) if values else (None, None)
 
 
+def median_interval(values, confidence=0.95):
+    """A distribution-free confidence interval of the median of @values: the
+    order statistics k and n + 1 - k (from 1) for the largest k whose
+    binomial tail, P(fewer than k of n below the median), is at most half of
+    1 - @confidence; None for too few values."""
+    values = sorted(values)
+    n, k = len(values), 0
+    for i in range(1, n // 2 + 1):
+        if sum(math.comb(n, j) for j in range(i)) / 2 ** n <= (1 - confidence) / 2:
+            k = i
+    return (values[k - 1], values[n - k]) if k else None
+
+
+def ratio_spread(values):
+    """Median, its 95% confidence interval, half of it in percent of the
+    median, and the range, of per-repetition ratios; None for too few."""
+    values = [v for v in values if v is not None]
+    interval = median_interval(values)
+    if interval is None:
+        return None
+    median = statistics.median(values)
+    lo, hi = interval
+    return median, lo, hi, 50 * (hi - lo) / median, min(values), max(values), len(values)
+
+
+# The ratios the series is judged by, each a cost per sample over another,
+# paired by repetition: (name, numerator, denominator), as (shape, depth,
+# sampler).
+RATIOS = [
+    ("64 frames: chain / IP", ("dense", 64, "kernel-chain"), ("dense", 64, "kernel-ip")),
+    ("8 frames: chain / IP", ("dense", 8, "kernel-chain"), ("dense", 8, "kernel-ip")),
+    ("64-frame chain: one frame per page / dense", ("sparse", 64, "kernel-chain"),
+     ("dense", 64, "kernel-chain")),
+]
+# Half the confidence interval of the median chain / IP must be within
+# this, in percent of the median, for a run to judge a change of the costs.
+SPREAD_PERCENT = 10
+
+
+def ratio_lines(groups, rates):
+    """The RATIOS per rate, with their spread over repetitions."""
+    md = ["Ratios of the cost per sample, per repetition (the configurations ran in "
+          "turn in each repetition): the median, its 95% confidence interval, half of "
+          f"that in percent of the median (within {SPREAD_PERCENT}% lets a run judge a "
+          "change of the costs), and the range of the repetitions.", "",
+          "| ratio | rate Hz | reps | median | 95% interval | +- | range |",
+          "|---|---:|---:|---:|---|---:|---|"]
+    for name, num, den in RATIOS:
+        for rate in rates:
+            pairs = defaultdict(dict)
+            for key, part in (("num", num), ("den", den)):
+                for r in groups.get(part + (rate,), []):
+                    pairs[r["rep"]][key] = r["cost_us"]
+            values = [p["num"] / p["den"] for p in pairs.values()
+                      if p.get("num") is not None and p.get("den")]
+            spread = ratio_spread(values)
+            if spread is None:
+                continue
+            q2, q1, q3, half, lo, hi, n = spread
+            md.append(f"| {name} | {rate} | {n} | {q2:.2f}x | {q1:.2f}-{q3:.2f} | "
+                      f"{half:.1f}% | {lo:.2f}-{hi:.2f} |")
+    md.append("")
+    return md
+
+
 def main():
     path = sys.argv[1]
     outdir = sys.argv[2] if len(sys.argv) > 2 else os.path.dirname(os.path.abspath(path))
@@ -255,6 +321,7 @@ def main():
             cells.append(f"{cc:.0f}" if cc is not None else "")
             md.append(f"| {stack_name(shape, depth)} | {rate} | " + " | ".join(cells) + " |")
     md.append("")
+    md.extend(ratio_lines(groups, rates))
     comp = []
     for s in ("kernel-chain", "kernel-stack", "user", "user-fast"):
         g = [r for r in rows if r["sampler"] == s and r["complete_frac"] is not None]

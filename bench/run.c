@@ -39,14 +39,6 @@ u64 bench_rdtsc(void)
 	return ((u64)hi << 32) | lo;
 }
 
-u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* Ring words for one run of @c at @words_per_sample, with a margin. */
 u64 ring_need(const struct config *c, u64 words_per_sample)
 {

@@ -2,25 +2,30 @@
 # 'make bench': guest call-chain sampling in the kernel vs in the VMM,
 # measured side by side inside L1.
 #
-#   bench/run.sh [--smoke] [-o OUTDIR]
+#   bench/run.sh [--smoke | --ratios] [-o OUTDIR]
 #
 # Builds the benchmark if needed (bench/build.sh), runs it inside L1
 # (scripts/l1-run.sh), then turns its results.csv into results.md and
 # overhead.png in OUTDIR (default $BUILD/bench-out) with bench/report.py, and
-# prints the Markdown table.  --smoke runs only the short sanity check
-# (no sampling, in-kernel chains, userspace chains, one rate, ~1 s each),
-# which fails on no work, no samples or a complete-chain share <= 0.9.
-# Extra arguments after -- go to the benchmark (e.g. -- -r 3 -d 2).
+# prints the Markdown table.  Then it measures the ratios the series is
+# judged by (a chain against the IP alone, one frame per page against a
+# dense stack) with their spread, in a run of their own with more
+# repetitions (OUTDIR/ratios).  --ratios runs only that; --smoke runs only
+# the short sanity check (no sampling, in-kernel chains, userspace chains,
+# one rate, ~1 s each), which fails on no work, no samples or a
+# complete-chain share <= 0.9.  Extra arguments after -- go to the
+# benchmark's main run (e.g. -- -r 3 -d 2).
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
-smoke=0 outdir=$BUILD/bench-out
+smoke=0 ratios_only=0 outdir=$BUILD/bench-out
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) smoke=1 ;;
+	--ratios) ratios_only=1 ;;
 	-o) outdir=$2; shift ;;
 	--) shift; break ;;
-	*) die "usage: $0 [--smoke] [-o OUTDIR] [-- BENCH-ARGS...]" ;;
+	*) die "usage: $0 [--smoke | --ratios] [-o OUTDIR] [-- BENCH-ARGS...]" ;;
 	esac
 	shift
 done
@@ -72,16 +77,33 @@ fi
 $PYTHON -c 'import matplotlib' 2>/dev/null ||
 	die "$PYTHON has no matplotlib: run 'make deps' (it installs python3-matplotlib)"
 
-# The default run: 5 repetitions of 51 runs of 2.2 s (+0.2 s warm-up): about
-# 12 minutes in L1.
-run_in_l1 bench 1080 "$@"
-l1=$OUT/l1/bench
-[ -s "$l1/results.csv" ] || die "no results in $l1"
-mkdir -p "$outdir"
-for f in results.csv phases.csv hostclock.csv sync.csv; do
-	[ ! -f "$l1/$f" ] || cp "$l1/$f" "$outdir/$f"
-done
-cp "$l1/output.log" "$outdir/bench.log"
-$PYTHON "$TOP/bench/report.py" "$outdir/results.csv" "$outdir"
-cat "$outdir/results.md"
-say "done in $(($(date +%s) - start))s; results in $outdir (results.md, overhead.png, results.csv, bench.log)"
+# Copy run $1's results from L1 to directory $2 and report them there.
+report() {
+	local l1=$OUT/l1/$1 dir=$2 f
+	[ -s "$l1/results.csv" ] || die "no results in $l1"
+	mkdir -p "$dir"
+	for f in results.csv phases.csv hostclock.csv sync.csv; do
+		[ ! -f "$l1/$f" ] || cp "$l1/$f" "$dir/$f"
+	done
+	cp "$l1/output.log" "$dir/bench.log"
+	$PYTHON "$TOP/bench/report.py" "$dir/results.csv" "$dir"
+}
+
+if [ $ratios_only -eq 0 ]; then
+	# The default run: 5 repetitions of 51 runs of 2.2 s (+0.2 s warm-up):
+	# about 12 minutes in L1.
+	run_in_l1 bench 1080 "$@"
+	report bench "$outdir"
+	cat "$outdir/results.md"
+fi
+
+# The ratios, with enough repetitions, and runs long enough, that the 95%
+# confidence interval of the median chain / IP is within about +-10%: the
+# three configurations in turn in each of RATIO_REPS repetitions of
+# RATIO_SECONDS each, about 11 minutes in L1.  With make bench's 2.2 s runs
+# and 21 repetitions it was +-20% (docs/measurements.md).
+run_in_l1 bench-ratios 1500 --only kernel-ip:64:1000 --only kernel-chain:64:1000 \
+	--only kernel-chain:64:1000:sparse -r "${RATIO_REPS:-31}" -d "${RATIO_SECONDS:-6.6}"
+report bench-ratios "$outdir/ratios"
+awk '/^Ratios/ { p = 1 } /^Complete chains/ { p = 0 } p' "$outdir/ratios/results.md"
+say "done in $(($(date +%s) - start))s; results in $outdir (results.md, overhead.png, results.csv, bench.log; ratios/)"

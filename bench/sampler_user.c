@@ -92,15 +92,15 @@ static bool uwalk_translate(struct uwalk *w, u64 gva, u64 *gpa)
 		if (!hva)
 			return false;
 		entry = READ_ONCE(*(u64 *)hva);
-		if (!(entry & BIT_ULL(0)))
+		if (!(entry & GUEST_PTE_PRESENT))
 			return false;
-		if (w->user && !(entry & BIT_ULL(2)))
+		if (w->user && !(entry & GUEST_PTE_USER))
 			return false;
 		if (level == 1) {
 			*gpa = (entry & ADDR_MASK_4K) | (gva & ~BENCH_PAGE_MASK);
 			return true;
 		}
-		if (entry & BIT_ULL(7)) {	/* PS: a large page */
+		if (entry & GUEST_PTE_LARGE) {
 			if (level > 3)
 				return false;
 			*gpa = (entry & ADDR_MASK_4K & ~GENMASK_ULL(shift - 1, 0)) |
