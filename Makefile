@@ -24,7 +24,7 @@
 #                 empty ccache); make check builds only the patches that
 #                 tests/verified-builds does not record built, and perf's
 #                 other builds at the last
-#   make bochs    every guest_callchain_test sub-test on Intel VMX, our
+#   make bochs    every guest call chain selftest sub-test on Intel VMX, our
 #                 kernel under Bochs (about 5 min; make check runs a part)
 #   make demo-soak RUNS=10 HOG=0   the short demo RUNS times in a row, checked,
 #                 with what each recording lost (HOG=N: stress-ng --cpu N beside)
