@@ -141,10 +141,10 @@ HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report stackcollapse -- --i
 	>folded-vm.txt 2>>perf-kvm-script.err ||
 	die "perf kvm script report stackcollapse -- --include-vm failed: $(tail -n 5 perf-kvm-script.err)"
 
-step "drawing: perf kvm script report flamegraph (d3-flame-graph 4.1.3)"
+step "drawing: perf kvm script report flamegraph --include-vm (d3-flame-graph 4.1.3)"
 rm -f flamegraph.html
-HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report flamegraph -- --template "$template" \
-	-o flamegraph.html >>perf-kvm-script.err 2>&1 </dev/null || true
+HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report flamegraph -- --include-vm \
+	--template "$template" -o flamegraph.html >>perf-kvm-script.err 2>&1 </dev/null || true
 [ -s flamegraph.html ] || die "perf script report flamegraph wrote no HTML: $(tail -n 5 perf-kvm-script.err)"
 
 step "taking a picture of the flame graph in headless Chromium"
