@@ -124,9 +124,12 @@ record)
 		shift
 	done
 	trap 'exit 130' INT
-	read -r cmd <"$ctl"
-	# as perf does: "ack\n" and the string's NUL
-	[ "$cmd" = enable ] && printf 'ack\n\0' >"$ack"
+	# As perf does: both fifos open O_RDWR (no SIGPIPE, no waiting for
+	# the other end), "ack\n" and the string's NUL in one write (bash's
+	# printf writes a NUL on its own: the reader may have gone by then).
+	exec 3<>"$ctl" 4<>"$ack"
+	read -r cmd <&3
+	[ "$cmd" = enable ] && python3 -c 'import os; os.write(4, b"ack\n\0")'
 	while :; do sleep 0.1; done
 	;;
 script)
