@@ -257,6 +257,7 @@ perf_variant() (
 	[ "$v" != unwind ] || {
 		grep -qx 'PASS perf-unwind/Guest stack unwinding :: Guest stack unwinding: DWARF CFI of guest user code' "$STAGE_RESULTS" &&
 			grep -qx 'PASS perf-unwind/Guest stack unwinding :: Guest stack unwinding: no host file of another build id' "$STAGE_RESULTS" &&
+			grep -qx 'PASS perf-unwind/Guest stack unwinding :: Guest stack unwinding: files under --guestmount, no sideband' "$STAGE_RESULTS" &&
 			grep -qx 'PASS perf-unwind/ORC unwinding :: ORC unwinding: kernel image (perf test --dso IMAGE)' "$STAGE_RESULTS"
 	}
 )
