@@ -603,8 +603,11 @@ def check_png(v, path, least):
 
 # -- several VMs (demo/check-vms.sh) ------------------------------------------
 
-VMS_FILES = ("vms", "perf.data", "perf-kvm-script.txt", "folded-vm.txt", "flamegraph.html",
-             "top-stacks.txt")
+VMS_FILES = ("vms", "perf.data", "perf-kvm-script.txt", "perf-kvm-script.err", "folded-vm.txt",
+             "flamegraph.html", "top-stacks.txt")
+# What perf kvm script says at the end of a VM whose guest samples carry no
+# guest call chain: the VM as "NAME (PID)".
+UNCHAINED_VM = re.compile(r"^(.+ \(\d+\)): \d+ of \d+ guest samples carry no guest call chain")
 GUEST_KERNEL_DSO = re.compile(r"\[guest\.kernel\.kallsyms\.(\d+)\]")
 GUESTMOUNT_DSO = re.compile(r"/guestmount/(\d+)/")
 
@@ -709,13 +712,33 @@ def check_vms(v, outdir, limits):
         v.example(line)
     if strays:
         v.bad("samples of no VM (above)")
+    unchained = unchained_vms(outdir / "perf-kvm-script.err")
     for vm in vms:
         check_vm(v, vm, per_vm.get(vm.pid, VmCounts()), len(samples), len(vms), limits)
+        check_vm_named(v, vm, unchained)
     want = sorted("%s (%s)" % (vm.name, vm.pid) for vm in vms)
     have = flamegraph_first_level(outdir / "flamegraph.html", sorted)
     v.check(have == ";".join(want), "the flame graph's first level is the VMs: %s" % have,
             "the flame graph's first level is not the VMs (%s): %s" % (";".join(want), have))
     check_top_stacks(v, outdir / "top-stacks.txt", set(want))
+
+
+def unchained_vms(path):
+    """The VMs that perf kvm script said carry no guest call chain."""
+    with open(path, errors="replace") as f:
+        return {m.group(1) for m in map(UNCHAINED_VM.match, f) if m}
+
+
+def check_vm_named(v, vm, unchained):
+    """perf names the VM that did not opt in, and no VM that did."""
+    label = "%s (%s, %s guest, level %d)" % (vm.name, vm.pid, vm.kind, vm.level)
+    named = "%s (%s)" % (vm.name, vm.pid) in unchained
+    if vm.level == 0:
+        v.check(named, "%s: perf kvm script says its guest samples carry no guest call chain" % label,
+                "%s: perf kvm script does not say that its guest samples carry no guest call chain" % label)
+    else:
+        v.check(not named, "%s: perf kvm script says nothing of missing guest chains" % label,
+                "%s: perf kvm script says its guest samples carry no guest call chain, but it opted in" % label)
 
 
 def check_vm(v, vm, c, total, nvms, limits):
