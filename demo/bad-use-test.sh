@@ -90,7 +90,8 @@ else
 	fail=1
 fi
 
-# The stock guest's kernel image missing, or the wrong one (our own,
+# The stock guest's kernel image missing (nowhere perf looks for it by
+# build id), or the wrong one given with --guestimage (our own,
 # frame-pointer kernel): perf says why it doesn't unwind guest kernel
 # stacks, and shows their first frame only, never frames made of what
 # the guest's frame pointer register held; it doesn't tell a recording
@@ -106,7 +107,7 @@ for image in missing wrong; do
 		mkdir "$tmp/ourkernel"
 		cp "$BZIMAGE" "$tmp/ourkernel/vmlinuz"
 		expect "wrong guest kernel image" 0 "drawing" \
-			env STOCK_KERNEL="$tmp/ourkernel" bash "$TOP/demo/report.sh" "$tmp/$image"
+			env GUEST_IMAGE="$tmp/ourkernel/vmlinuz" bash "$TOP/demo/report.sh" "$tmp/$image"
 		reason="has no ORC tables"
 	fi
 	deep=$(count deep_kernel "$tmp/$image/perf-kvm-script.txt")

@@ -639,8 +639,10 @@ class VmCounts:
     """What one VM's samples hold: its samples, those with a chain, in a
     hot leaf, in a hot leaf with a chain to main (under their program),
     with a frame in another VM's files, of the unknown guest thread,
-    whose IP resolved; and the vCPUs of the samples that reached main."""
-    FIELDS = ("samples", "chained", "leaf", "leaf_main", "others", "unknown", "resolved")
+    whose IP resolved, in the guest kernel, in the guest kernel with a
+    complete chain; and the vCPUs of the samples that reached main."""
+    FIELDS = ("samples", "chained", "leaf", "leaf_main", "others", "unknown", "resolved",
+              "kernel", "kernel_complete")
 
     def __init__(self):
         for name in self.FIELDS:
@@ -666,6 +668,9 @@ def vm_counts(samples, vms):
         c.chained += beyond_ip(s)
         c.resolved += bool(s.frames) and s.frames[0].sym != "[unknown]"
         c.unknown += s.comm == UNKNOWN_THREAD
+        if s.frames and is_kernel(s.frames[0]):
+            c.kernel += 1
+            c.kernel_complete += kernel_chain_complete(s)
         prog = PROGRAM_OF_LEAF.get(s.frames[0].sym) if s.frames else None
         if prog:
             c.leaf += 1
@@ -764,6 +769,14 @@ def check_vm(v, vm, c, total, nvms, limits):
                 "%s: only %d of its %d instruction pointers resolved to a symbol (%s; need %s%%)"
                 % (label, c.resolved, c.samples, pct(c.resolved, c.samples), num(least)))
     else:
+        # Its kernel stacks, unwound (the stock guest's with the ORC tables
+        # of its kernel image, which perf found by build id).
+        least = limits["MIN_COMPLETE_KERNEL_PERCENT"]
+        v.check(c.kernel > 0 and at_least(c.kernel_complete, c.kernel, least),
+                "%s: %d of its %d guest kernel samples have a complete, resolved chain to a kernel entry point (%s; at least %s%%)"
+                % (label, c.kernel_complete, c.kernel, pct(c.kernel_complete, c.kernel), num(least)),
+                "%s: only %d of its %d guest kernel samples have a complete, resolved chain to a kernel entry point (%s; need %s%%)"
+                % (label, c.kernel_complete, c.kernel, pct(c.kernel_complete, c.kernel), num(least)))
         least, floor = limits["MIN_LEAF_MAIN_PERCENT"], limits["MIN_LEAF_SAMPLES"]
         v.check(c.leaf >= floor and at_least(c.leaf_main, c.leaf, least),
                 "%s: %d of its %d samples in its programs' hot leaves reach main under their program"

@@ -42,10 +42,17 @@ one_vm() {
 	else
 		warn "no guest root under $outdir/guestmount: guest kernel frames are shown as addresses"
 	fi
-	# Debian's stock kernel unwinds with ORC: its tables are in its vmlinuz.
+	# Debian's stock kernel unwinds with ORC: its tables are in its
+	# vmlinuz, the kernel the guest booted, which perf finds by the
+	# kernel's build id in the guest's /boot under --guestmount
+	# (GUEST_IMAGE=FILE gives it with --guestimage instead).
 	if [ "$(cat "$outdir/demo-guest" 2>/dev/null)" = stock ]; then
-		if [ -s "$STOCK_KERNEL/vmlinuz" ]; then
-			opts+=(--guestimage="$STOCK_KERNEL/vmlinuz")
+		[ -z "$root" ] || rm -f "$root"/boot/vmlinuz-*
+		if [ -n "${GUEST_IMAGE:-}" ]; then
+			opts+=(--guestimage="$GUEST_IMAGE")
+		elif [ -s "$STOCK_KERNEL/vmlinuz" ] && [ -n "$root" ]; then
+			mkdir -p "$root/boot"
+			ln -s "$STOCK_KERNEL/vmlinuz" "$root/boot/vmlinuz-$(cat "$root/release" 2>/dev/null || echo stock)"
 		else
 			warn "no guest kernel image ($STOCK_KERNEL/vmlinuz): guest kernel stacks are not unwound"
 		fi
@@ -99,10 +106,16 @@ several_vms() {
 			;;
 		esac
 	done <vms
-	# Debian's stock kernel unwinds with ORC: its tables are in its vmlinuz.
+	# Debian's stock kernel unwinds with ORC: its tables are in its
+	# vmlinuz, which perf finds by the kernel's build id in the build-id
+	# cache, once added there (beside the kallsyms the guests cached).
 	if grep -q '^[^ ]* stock ' vms; then
-		if [ -s "$STOCK_KERNEL/vmlinuz" ]; then
-			opts+=(--guestimage="$STOCK_KERNEL/vmlinuz")
+		if [ -n "${GUEST_IMAGE:-}" ]; then
+			opts+=(--guestimage="$GUEST_IMAGE")
+		elif [ -s "$STOCK_KERNEL/vmlinuz" ]; then
+			step "adding the guests' kernel image to their build-id cache: perf buildid-cache --add vmlinuz"
+			HOME=$home "$PERF" buildid-cache --add "$STOCK_KERNEL/vmlinuz" >>perf-inject.log 2>&1 ||
+				die "perf buildid-cache --add $STOCK_KERNEL/vmlinuz failed: $(tail -n 5 perf-inject.log)"
 		else
 			warn "no guest kernel image ($STOCK_KERNEL/vmlinuz): guest kernel stacks are not unwound"
 		fi

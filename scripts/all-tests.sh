@@ -222,7 +222,8 @@ orc_stock_kernel() (
 	[ -s "$STOCK_KERNEL/vmlinuz" ] || die "no $STOCK_KERNEL/vmlinuz: demo/deps.sh fetches it"
 	"$PERF" test -vv --dso "$STOCK_KERNEL/vmlinuz" "ORC unwinding: kernel image" 2>&1 |
 		tee "$RESULTS/orc-stock-kernel.out"
-	grep -q 'ORC unwinding: kernel image.*: Ok$' "$RESULTS/orc-stock-kernel.out" &&
+	grep -q 'ORC unwinding: kernel image (perf test --dso IMAGE) *: Ok$' "$RESULTS/orc-stock-kernel.out" &&
+		grep -q 'ORC unwinding: kernel image found by build-id (perf test --dso IMAGE) *: Ok$' "$RESULTS/orc-stock-kernel.out" &&
 		grep -q 'ORC entries, format version 3,' "$RESULTS/orc-stock-kernel.out"
 )
 
@@ -232,7 +233,8 @@ orc_base_kernel() (
 	bash "$TOP/scripts/orc-image.sh" || die "could not fetch Debian's $LINUX_SERIES cloud kernel"
 	"$PERF" test -vv --dso "$ORC_IMAGE/vmlinuz" "ORC unwinding: kernel image" 2>&1 |
 		tee "$RESULTS/orc-base-kernel.out"
-	grep -q 'ORC unwinding: kernel image.*: Ok$' "$RESULTS/orc-base-kernel.out" &&
+	grep -q 'ORC unwinding: kernel image (perf test --dso IMAGE) *: Ok$' "$RESULTS/orc-base-kernel.out" &&
+		grep -q 'ORC unwinding: kernel image found by build-id (perf test --dso IMAGE) *: Ok$' "$RESULTS/orc-base-kernel.out" &&
 		grep -q 'ORC entries, format version 4,' "$RESULTS/orc-base-kernel.out"
 )
 
@@ -258,7 +260,8 @@ perf_variant() (
 		grep -qx 'PASS perf-unwind/Guest stack unwinding :: Guest stack unwinding: DWARF CFI of guest user code' "$STAGE_RESULTS" &&
 			grep -qx 'PASS perf-unwind/Guest stack unwinding :: Guest stack unwinding: no host file of another build id' "$STAGE_RESULTS" &&
 			grep -qx 'PASS perf-unwind/Guest stack unwinding :: Guest stack unwinding: files under --guestmount, no sideband' "$STAGE_RESULTS" &&
-			grep -qx 'PASS perf-unwind/ORC unwinding :: ORC unwinding: kernel image (perf test --dso IMAGE)' "$STAGE_RESULTS"
+			grep -qx 'PASS perf-unwind/ORC unwinding :: ORC unwinding: kernel image (perf test --dso IMAGE)' "$STAGE_RESULTS" &&
+			grep -qx 'PASS perf-unwind/ORC unwinding :: ORC unwinding: kernel image found by build-id (perf test --dso IMAGE)' "$STAGE_RESULTS"
 	}
 )
 
