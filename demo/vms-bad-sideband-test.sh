@@ -66,10 +66,12 @@ for f in guest-data guest-clock; do
 done
 # Either note says the sideband does not fit: samples on a vCPU the other
 # guest's sideband has (its guest had as many vCPUs) are on no thread of
-# it; samples on a vCPU it lacks (demo-stock has two vCPUs, demo-off one)
-# have no sideband at all.  Which a VM gets depends on the vCPUs its
+# it, among all its samples or, where most are kernel samples, which the
+# other sideband places on whatever thread ran, among its user space
+# samples; samples on a vCPU it lacks (demo-stock has two vCPUs, demo-off
+# one) have no sideband at all.  Which a VM gets depends on the vCPUs its
 # programs ran on.
-misfit="([0-9]+ of [0-9]+ guest samples on no thread of its guest sideband|[0-9]+ guest samples and no guest sideband)"
+misfit="([0-9]+ of [0-9]+ guest (user space )?samples on no thread of its guest sideband|[0-9]+ guest samples and no guest sideband)"
 report swapped "the sidebands of $a and $b swapped" "^$a \($pid_a\): $misfit" "^$b \($pid_b\): $misfit"
 
 copy missing
