@@ -13,7 +13,8 @@
 #   make tree     materialise build/linux: base + patches/ with git am
 #   make export   write the commits of build/linux back into patches/
 #   make bench    in-kernel vs userspace guest call-chain sampling, side by
-#                 side inside L1 (about 11 min): build/bench-out/results.md, overhead.png
+#                 side inside L1, then the ratios, the host part's cost among them
+#                 (about 27 min): build/bench-out/results.md, overhead.png
 #   make bench-memslots   what an opted-in VM's memslot updates cost: QEMU's
 #                 SeaBIOS booted in L1 opted in and not, side by side (boot
 #                 time, IPIs, memslot ioctl time; L1_KERNEL=bzImage: another

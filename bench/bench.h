@@ -29,7 +29,9 @@
 #define BENCH_PAGE_MASK		(~(BENCH_PAGE_SIZE - 1))
 
 enum sampler_kind {
-	S_NONE, S_KERNEL_IP, S_KERNEL_CHAIN, S_KERNEL_STACK, S_USER, S_USER_FAST, NR_SAMPLERS
+	S_NONE, S_KERNEL_IP, S_KERNEL_CHAIN, S_KERNEL_STACK, S_USER, S_USER_FAST,
+	S_KERNEL_HOST,		/* not in the full plan: the ratios and the smoke run */
+	NR_SAMPLERS
 };
 
 /* The stack window of kernel-stack: perf's --call-graph dwarf default. */
@@ -118,6 +120,7 @@ struct sampler_ops {
 	bool chain;			/* its samples carry call chains */
 	bool in_vmm;			/* it samples in the VMM, timed per sample */
 	bool stack;			/* registers and stack window, not a chain */
+	bool host;			/* the vCPU thread's host chain beneath */
 	int max_rate;			/* Hz, if its ring can't hold more */
 	void (*setup)(struct run *r);
 	void (*set_on)(struct run *r, bool on);
@@ -138,7 +141,7 @@ struct run {
 
 extern const struct sampler_ops *const samplers[NR_SAMPLERS];
 extern const struct sampler_ops none_sampler, kernel_ip_sampler, kernel_chain_sampler;
-extern const struct sampler_ops kernel_stack_sampler;
+extern const struct sampler_ops kernel_stack_sampler, kernel_host_sampler;
 extern const struct sampler_ops user_sampler, user_fast_sampler;
 
 /* guest.c */

@@ -13,6 +13,9 @@
  *  kernel-ip     cpu-clock perf event, PERF_SAMPLE_IP|PERF_SAMPLE_TID
  *  kernel-chain  the same plus PERF_SAMPLE_CALLCHAIN: the kernel walks the
  *                guest's page tables and frame pointers in the sample
+ *  kernel-host   kernel-chain, and beneath the guest's chain the host's
+ *                chain of the vCPU thread (vcpu_host_callchain): in the
+ *                ratios and the smoke run, not the full plan
  *  kernel-stack  the same plus the guest's registers and an 8KiB window
  *                of its stack (PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER:
  *                perf's --call-graph dwarf), at 1 kHz and below, where its
@@ -246,6 +249,7 @@ static int plan(const struct options *o, int rep, struct config *list)
 	n = add(list, n, &o->time, false, 8, S_NONE, 0);
 	n = add(list, n, &o->time, false, 8, S_KERNEL_CHAIN, 1000);
 	n = add(list, n, &o->time, false, 8, S_KERNEL_STACK, 1000);
+	n = add(list, n, &o->time, false, 8, S_KERNEL_HOST, 1000);
 	n = add(list, n, &o->time, false, 8, S_USER, 1000);
 	return add(list, n, &o->time, false, 8, S_USER_FAST, 1000);
 }

@@ -23,15 +23,17 @@ import statistics
 import sys
 from collections import defaultdict
 
-SAMPLERS = ["kernel-ip", "kernel-chain", "kernel-stack", "user", "user-fast"]
+SAMPLERS = ["kernel-ip", "kernel-chain", "kernel-host", "kernel-stack", "user", "user-fast"]
 LABEL = {
     "kernel-ip": "in-kernel, IP only",
     "kernel-chain": "in-kernel, guest chain",
+    "kernel-host": "in-kernel, guest chain + the vCPU thread's host chain",
     "kernel-stack": "in-kernel, guest registers + 8 KiB stack",
     "user": "userspace (signal handler, GET_REGS+GET_SREGS)",
     "user-fast": "userspace (sigmask+sigtimedwait, sync regs)",
 }
-COLOR = {"kernel-ip": "tab:gray", "kernel-chain": "tab:blue", "kernel-stack": "tab:green",
+COLOR = {"kernel-ip": "tab:gray", "kernel-chain": "tab:blue", "kernel-host": "tab:purple",
+         "kernel-stack": "tab:green",
          "user": "tab:red", "user-fast": "tab:orange"}
 STACKS = [("dense", 8), ("dense", 64), ("sparse", 64)]
 STYLE = {("dense", 8): "-", ("dense", 64): "--", ("sparse", 64): ":"}
@@ -195,6 +197,8 @@ RATIOS = [
     ("8 frames: chain / IP", ("dense", 8, "kernel-chain"), ("dense", 8, "kernel-ip")),
     ("64-frame chain: one frame per page / dense", ("sparse", 64, "kernel-chain"),
      ("dense", 64, "kernel-chain")),
+    ("64 frames: chain + host part / chain", ("dense", 64, "kernel-host"),
+     ("dense", 64, "kernel-chain")),
 ]
 # Half the confidence interval of the median chain / IP must be within
 # this, in percent of the median, for a run to judge a change of the costs.
@@ -323,7 +327,7 @@ def main():
     md.append("")
     md.extend(ratio_lines(groups, rates))
     comp = []
-    for s in ("kernel-chain", "kernel-stack", "user", "user-fast"):
+    for s in ("kernel-chain", "kernel-host", "kernel-stack", "user", "user-fast"):
         g = [r for r in rows if r["sampler"] == s and r["complete_frac"] is not None]
         if g:
             checked = sum(r["in_loop"] for r in g)
@@ -335,7 +339,7 @@ def main():
               "window holds it, so never for 64 frames one per page), of the samples in the "
               "work loop: " + "; ".join(comp) + ".")
     sizes = []
-    for s in ("kernel-ip", "kernel-chain", "kernel-stack"):
+    for s in ("kernel-ip", "kernel-chain", "kernel-host", "kernel-stack"):
         b = [float(r["bytes_per_sample"]) for r in rows
              if r["sampler"] == s and r.get("bytes_per_sample")]
         if b:

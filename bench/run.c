@@ -24,6 +24,7 @@ const struct sampler_ops *const samplers[NR_SAMPLERS] = {
 	[S_KERNEL_STACK] = &kernel_stack_sampler,
 	[S_USER] = &user_sampler,
 	[S_USER_FAST] = &user_fast_sampler,
+	[S_KERNEL_HOST] = &kernel_host_sampler,
 };
 
 /*

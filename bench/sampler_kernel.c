@@ -6,8 +6,9 @@
  * walks the guest's page tables and frame pointers in the sample), or
  * instead the guest's registers and an 8KiB window of its stack
  * ("kernel-stack", what perf's --call-graph dwarf asks for, for guests
- * without frame pointers).  The ring is sized for the whole run and read
- * after it.
+ * without frame pointers), or the chain and beneath it the host's chain of
+ * the vCPU thread ("kernel-host", perf_event_attr::vcpu_host_callchain).
+ * The ring is sized for the whole run and read after it.
  */
 #include <string.h>
 
@@ -21,12 +22,15 @@
 #define STACK_REGS_MASK		(GENMASK_ULL(PERF_REG_X86_SS, PERF_REG_X86_AX) | \
 				 GENMASK_ULL(PERF_REG_X86_R15, PERF_REG_X86_R8))
 
+/* Frames of the host part, at most: KVM_RUN's path and the VMM's. */
+#define HOST_PART_WORDS		64
+
 /* Words of one sample record. */
 static u64 sample_words(const struct run *r)
 {
 	if (r->ops->stack)
 		return 4 + 1 + __builtin_popcountll(STACK_REGS_MASK) + 2 + STACK_WINDOW / 8;
-	return 4 + (r->ops->chain ? r->c->depth + 3 : 0);
+	return 4 + (r->ops->chain ? r->c->depth + 3 : 0) + (r->ops->host ? HOST_PART_WORDS : 0);
 }
 
 static void kernel_setup(struct run *r)
@@ -37,6 +41,7 @@ static void kernel_setup(struct run *r)
 		.period = 1000000000ull / c->rate,
 		.data_pages = 16,
 		.callchain = r->ops->chain && !r->ops->stack,
+		.vcpu_host_callchain = r->ops->host,
 		.disabled = true,
 		.sample_regs_user = r->ops->stack ? STACK_REGS_MASK : 0,
 		.sample_stack_user = r->ops->stack ? STACK_WINDOW : 0,
@@ -136,6 +141,15 @@ const struct sampler_ops kernel_ip_sampler = {
 const struct sampler_ops kernel_chain_sampler = {
 	.name = "kernel-chain",
 	.chain = true,
+	.setup = kernel_setup,
+	.set_on = kernel_set_on,
+	.parse = kernel_parse,
+};
+
+const struct sampler_ops kernel_host_sampler = {
+	.name = "kernel-host",
+	.chain = true,
+	.host = true,
 	.setup = kernel_setup,
 	.set_on = kernel_set_on,
 	.parse = kernel_parse,

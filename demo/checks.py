@@ -10,6 +10,10 @@ demo/report.sh) is read here and nowhere else in the checks:
   flamegraph.html      the flame graph's JSON in perf's page
   flamegraph.labels    the names Chromium showed, one a line
   top-stacks.txt       the ten hottest stacks, "COUNT SHARE  VM: comm: stack"
+  machines             what perf kvm recorded: "--host --guest" or "--guest"
+  perf-kvm-vcpu-script.txt  perf kvm --host --guest script, as above
+  folded-vcpu.txt      its folded stacks, "VM;thread;outermost;... COUNT"
+  flamegraph-vcpu.html, flamegraph-vcpu.labels  its flame graph
   vms                  a line per VM: NAME GUEST LEVEL QEMU-PID [VCPUS]
 and every bound the checks use is in demo/thresholds.conf.
 
@@ -39,7 +43,7 @@ THRESHOLD_NAMES = frozenset({
     "MAX_LOST_PERCENT", "MIN_GUEST_SHARE_PERCENT", "MAX_UNKNOWN_THREAD_PERCENT",
     "MIN_CHAINED_PERCENT", "MIN_COMPLETE_KERNEL_PERCENT", "MIN_LEAF_MAIN_PERCENT",
     "MIN_LEAF_SAMPLES", "MIN_RESOLVED_IP_PERCENT", "MIN_VM_SHARE_PERCENT",
-    "LABEL_MIN_PERMILLE", "MIN_PNG_BYTES",
+    "LABEL_MIN_PERMILLE", "MIN_PNG_BYTES", "MIN_VCPU_HOST_PERCENT",
 })
 
 # perf kvm's thread for a guest sample its VM's sideband could not place.
@@ -366,6 +370,13 @@ def check_recording(v, outdir, limits):
         v.bad("no perf-kvm-script.txt in %s" % outdir)
         return
     guest = counts(parse_script(script))
+    vcpu_script = outdir / "perf-kvm-vcpu-script.txt"
+    if recorded_host(outdir) and vcpu_script.is_file():
+        # The recording's host samples (QEMU's own) are not guest samples.
+        host = len(parse_script(vcpu_script)) - guest["samples"]
+        v.ok("%d of the recording's samples are QEMU's host samples (perf kvm --host --guest)"
+             % host)
+        samples -= max(host, 0)
     check_guest_share(v, guest["samples"], samples, limits["MIN_GUEST_SHARE_PERCENT"])
     if stock:
         check_unknown_thread(v, guest["unknown_thread"], guest["samples"],
@@ -452,6 +463,89 @@ def check_output(v, outdir, limits):
     v.check(have == vm, "the flame graph's first level is the VM, %s" % vm,
             "the flame graph's first level is not the VM %s alone: %s" % (vm, have))
     check_png(v, outdir / "flamegraph.png", limits["MIN_PNG_BYTES"])
+    if recorded_host(outdir):
+        check_vcpu(v, outdir, limits)
+
+
+def recorded_host(outdir):
+    """Whether the demo recorded the host's side too (demo/in-l1.sh)."""
+    return read_text(outdir / "machines") == "--host --guest"
+
+
+# The host kernel's frames of a guest sample's host part, and where they
+# must go: through KVM_RUN down to the system call entry.
+HOST_KERNEL_DSO = "[kernel.kallsyms]"
+VCPU_RUN = "kvm_arch_vcpu_ioctl_run"
+SYSCALL_ENTRY = re.compile(r"^entry_SYSCALL_64")
+VCPU_THREAD = re.compile(r"^CPU_\d+/KVM$")
+
+
+def host_part(sample):
+    """The index of the first host kernel frame of a guest sample with the
+    host part (its first frame is the guest's, and host kernel frames
+    follow), else None: host samples start in the host kernel, or in host
+    user space, which calls into no kernel frame."""
+    if not sample.frames or sample.frames[0].dso == HOST_KERNEL_DSO:
+        return None
+    for i, frame in enumerate(sample.frames):
+        if frame.dso == HOST_KERNEL_DSO:
+            return i
+    return None
+
+
+def check_vcpu(v, outdir, limits):
+    """The whole vCPU thread (one VM recorded with perf kvm --host
+    --guest): most guest samples carry host kernel frames through KVM_RUN
+    down to the system call entry; no host frame resolved in the guest's
+    kernel, nor a guest frame in the host's; the vCPU threads' host
+    samples beside their guest samples, under the VM; and a flame graph
+    that shows it."""
+    if not require_files(v, outdir, ("perf-kvm-vcpu-script.txt", "folded-vcpu.txt",
+                                     "flamegraph-vcpu.html", "flamegraph-vcpu.labels")):
+        return
+    guest = len(parse_script(outdir / "perf-kvm-script.txt"))
+    joined, complete, mixed = 0, 0, []
+    for sample in parse_script(outdir / "perf-kvm-vcpu-script.txt"):
+        start = host_part(sample)
+        if start is None:
+            continue
+        joined += 1
+        host = sample.frames[start:]
+        kernel = [f.sym for f in host if f.dso == HOST_KERNEL_DSO]
+        complete += VCPU_RUN in kernel and any(SYSCALL_ENTRY.match(s) for s in kernel)
+        if any(f.dso.startswith("[guest.") for f in host):
+            mixed.append(sample.header)
+    check_share(v, complete, guest, limits["MIN_VCPU_HOST_PERCENT"], "guest samples",
+                "carry host kernel frames through %s down to the system call entry" % VCPU_RUN,
+                "carry host kernel frames through %s down to the system call entry" % VCPU_RUN)
+    v.check(not mixed, "no guest kernel frame among the host frames of %d guest samples" % joined,
+            "%d guest samples have guest kernel frames among their host frames" % len(mixed))
+    for header in mixed[:EXAMPLES]:
+        v.example(header)
+    # Folded: VM;thread;outermost;...  The vCPU threads hold the guest
+    # samples and, beside them, their own host samples.
+    vm = "demo-%s_(%s)" % (read_text(outdir / "demo-guest"), read_text(outdir / "guest-qemu.pid"))
+    under = Counter()
+    for stack, count in parse_folded(outdir / "folded-vcpu.txt"):
+        frames = stack.split(";")
+        if len(frames) > 2 and frames[0] == vm and VCPU_THREAD.match(frames[1]):
+            under[frames[1]] += count
+    v.check(sum(under.values()) >= joined,
+            "the VM's vCPU threads (%s) hold %d samples: the %d joined guest samples and %d host samples beside them"
+            % (", ".join(sorted(under)) or "none", sum(under.values()), joined,
+               sum(under.values()) - joined),
+            "the VM's vCPU threads (%s) hold %d samples, fewer than its %d guest samples with the host part"
+            % (", ".join(sorted(under)) or "none", sum(under.values()), joined))
+    try:
+        labels = set((outdir / "flamegraph-vcpu.labels").read_text(errors="replace").splitlines())
+    except OSError:
+        labels = set()
+    shown = [name for name in (VCPU_RUN, "entry_SYSCALL_64_after_hwframe") if name in labels]
+    v.check(len(shown) == 2 and any(re.match(r"CPU \d+/KVM", label) for label in labels),
+            "the rendered flame graph of the vCPU thread shows its vCPU thread, %s" % ", ".join(shown),
+            "the rendered flame graph of the vCPU thread does not show a vCPU thread, %s and the system call entry (it shows %s)"
+            % (VCPU_RUN, ", ".join(shown) or "neither"))
+    check_png(v, outdir / "flamegraph-vcpu.png", limits["MIN_PNG_BYTES"])
 
 
 def check_share(v, part, whole, least, what, ok_has, bad_has):
@@ -596,9 +690,10 @@ def check_png(v, path, least):
     except OSError:
         data = b""
     v.check(data.startswith(PNG_SIGNATURE) and len(data) > least,
-            "flamegraph.png is a picture (%d bytes)" % len(data),
-            "flamegraph.png is not a picture of the flame graph (%d bytes%s; need a PNG of more than %s bytes)"
-            % (len(data), "" if data.startswith(PNG_SIGNATURE) else ", no PNG signature", num(least)))
+            "%s is a picture (%d bytes)" % (path.name, len(data)),
+            "%s is not a picture of the flame graph (%d bytes%s; need a PNG of more than %s bytes)"
+            % (path.name, len(data), "" if data.startswith(PNG_SIGNATURE) else ", no PNG signature",
+               num(least)))
 
 
 # -- several VMs (demo/check-vms.sh) ------------------------------------------

@@ -12,7 +12,9 @@
 #   fp     our frame-pointer kernel and program: level 1, recorded -g
 #
 # DEMO_GUESTS=1 (the default) runs DEMO_GUEST alone and records its QEMU
-# (perf record -p).  DEMO_GUESTS=2 or 3 runs several VMs at once, each in
+# (perf record -p), the host's side of it too (perf kvm --host --guest):
+# QEMU's host samples, and the host call chain of the vCPU thread in its
+# guest samples.  DEMO_GUESTS=2 or 3 runs several VMs at once, each in
 # a cgroup of its own as libvirt runs them, and records the whole host
 # (perf record -a) with one event per VM's cgroup, each with the call-graph
 # mode its VM opted in for:
@@ -30,7 +32,9 @@
 # behind that it lost most of its samples.
 #
 # OUTDIR gets perf.data, recording.txt (what the recording holds and lost,
-# demo/check-output.sh reads it), perf-record.log, vms (a line per VM:
+# demo/check-output.sh reads it), perf-record.log, machines (perf kvm's
+# --host --guest or --guest, what was recorded), host-kallsyms (L1's, with
+# the host's side), vms (a line per VM:
 # NAME GUEST LEVEL QEMU-PID VCPUS) and guestmount/QEMU-PID, a link to each VM's
 # guest root.  Each VM's files are in OUTDIR itself with one VM, else in
 # OUTDIR/NAME: guest-console.log, guest-qemu.pid, demo-guest, and guest/,
@@ -341,12 +345,21 @@ record_guests() {
 	done
 	mib=$(ring_mib "$rate")
 	read -r -a target <<<"$(record_target)"
-	step "recording: perf kvm --guest record ${target[*]} -F $rate -m ${mib}M for ${record_seconds}s"
+	# One VM: its QEMU's host samples too, and guest samples with the host
+	# call chain of their vCPU thread (perf kvm --host --guest), for the
+	# picture of the whole vCPU thread.
+	machines=(--guest)
+	[ "$vms" -ne 1 ] || machines=(--host --guest)
+	echo "${machines[*]}" >"$work/machines"
+	# The host kernel's symbols, for the report on another machine: perf
+	# finds no kallsyms of this kernel's build id there.
+	[ "$vms" -ne 1 ] || cp /proc/kallsyms "$work/host-kallsyms"
+	step "recording: perf kvm ${machines[*]} record ${target[*]} -F $rate -m ${mib}M for ${record_seconds}s"
 	# perf stops at SIGINT; past its time limit it is killed.  The stock
 	# guests' clocks are read with the same clock (-k CLOCK_MONOTONIC),
 	# and their sidebands need sample IDs.
 	record=(timeout -s INT -k 30 $((record_seconds + 120))
-		"$PERF" kvm --guest --guestmount="$work/guestmount" -o "$work/perf.data"
+		"$PERF" kvm "${machines[@]}" --guestmount="$work/guestmount" -o "$work/perf.data"
 		record -q "${target[@]}" -F "$rate" -m "${mib}M")
 	[ ${#sidebands[@]} -eq 0 ] || record+=(-k CLOCK_MONOTONIC --sample-identifier)
 	record+=(-- sleep "$record_seconds")

@@ -8,6 +8,12 @@
 #   flamegraph.png       that page in headless Chromium (flamegraph.labels:
 #                        the names it shows)
 #   top-stacks.txt       the ten hottest guest stacks, with their VM
+# and, for one VM, recorded with its host side (perf kvm --host --guest),
+# the whole vCPU thread: each guest sample under its vCPU thread's host
+# frames, beside that thread's host samples:
+#   perf-kvm-vcpu-script.txt  'perf kvm --host --guest script'
+#   folded-vcpu.txt      its folded stacks, each under its VM
+#   flamegraph-vcpu.html, flamegraph-vcpu.png, flamegraph-vcpu.labels
 # with the guest's kernel symbols from OUTDIR/guestmount, and its user
 # space symbols from, for the stock guest, the guest's sideband put into
 # perf.data by perf inject --guest-data (perf.data.guest) and its build-id
@@ -133,7 +139,9 @@ home=$HOME
 input=perf.data
 fields=()
 cd "$outdir"
+several=0
 if [ "$(wc -l 2>/dev/null <vms || echo 0)" -gt 1 ]; then
+	several=1
 	several_vms
 	# Each sample's VM (demo/check-vms.sh): "VM: PID VCPU: N" once its
 	# VM's sideband placed it on a guest thread, else its vCPU thread's
@@ -160,11 +168,37 @@ HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report flamegraph -- --incl
 	--template "$template" -o flamegraph.html >>perf-kvm-script.err 2>&1 </dev/null || true
 [ -s flamegraph.html ] || die "perf script report flamegraph wrote no HTML: $(tail -n 5 perf-kvm-script.err)"
 
+# A picture of flame graph NAME.html: NAME.png, and NAME.labels, the names
+# it shows.
+render() {
+	command -v chromium >/dev/null || die "chromium missing: run 'make deps'"
+	NODE_PATH=$NPMDIR/node_modules timeout 120 node "$TOP/demo/render.js" \
+		"$1.html" "$1.png" "$1.labels" >render.log 2>&1 ||
+		die "could not render $1.html in Chromium: $(tail -n 5 render.log)"
+}
+
 step "taking a picture of the flame graph in headless Chromium"
-command -v chromium >/dev/null || die "chromium missing: run 'make deps'"
-NODE_PATH=$NPMDIR/node_modules timeout 120 node "$TOP/demo/render.js" \
-	flamegraph.html flamegraph.png flamegraph.labels >render.log 2>&1 ||
-	die "could not render the flame graph in Chromium: $(tail -n 5 render.log)"
+render flamegraph
+
+# One VM recorded with its host side: the whole vCPU thread, host and
+# guest, where the VM and its QEMU are the host's (--host), with L1's
+# kernel symbols (host-kallsyms): perf would take this machine's for them.
+if [ "$several" = 0 ] && [ "$(cat machines 2>/dev/null)" = "--host --guest" ]; then
+	step "the whole vCPU thread: perf kvm --host ${opts[*]//"$outdir\/"/} -i $input script"
+	HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input script --kallsyms=host-kallsyms \
+		-F +machine_pid,+vcpu \
+		>perf-kvm-vcpu-script.txt 2>perf-kvm-vcpu.err ||
+		die "perf kvm --host --guest script failed: $(tail -n 5 perf-kvm-vcpu.err)"
+	HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input script --kallsyms=host-kallsyms \
+		report stackcollapse -- --include-vm >folded-vcpu.txt 2>>perf-kvm-vcpu.err ||
+		die "perf kvm --host --guest script report stackcollapse failed: $(tail -n 5 perf-kvm-vcpu.err)"
+	rm -f flamegraph-vcpu.html
+	HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input script --kallsyms=host-kallsyms \
+		report flamegraph -- --include-vm --template "$template" -o flamegraph-vcpu.html >>perf-kvm-vcpu.err 2>&1 </dev/null || true
+	[ -s flamegraph-vcpu.html ] ||
+		die "perf script report flamegraph wrote no HTML of the vCPU thread: $(tail -n 5 perf-kvm-vcpu.err)"
+	render flamegraph-vcpu
+fi
 
 # folded-vm.txt: "VM;comm;outermost;...;innermost COUNT"
 awk '{ print $NF "\t" $0 }' folded-vm.txt | sort -t "$(printf '\t')" -k1,1nr |
@@ -181,6 +215,8 @@ echo
 echo "Files in $outdir:"
 files=(perf.data)
 [ "$input" = perf.data ] || files+=("$input")
-for f in "${files[@]}" perf-kvm-script.txt folded.txt flamegraph.html flamegraph.png top-stacks.txt; do
+files+=(perf-kvm-script.txt folded.txt flamegraph.html flamegraph.png top-stacks.txt)
+[ ! -s flamegraph-vcpu.png ] || files+=(folded-vcpu.txt flamegraph-vcpu.html flamegraph-vcpu.png)
+for f in "${files[@]}"; do
 	printf '  %-20s %s\n' "$f" "$(du -h "$f" | cut -f1)"
 done

@@ -86,9 +86,11 @@ L1_SMP=${L1_SMP:-1} stage demo/record bash "$TOP/scripts/l1-run.sh" -t "$limit" 
 	DEMO_MAX_LOST_PERCENT="${DEMO_MAX_LOST_PERCENT:-1}" DEMO_BOOT_SECONDS="${DEMO_BOOT_SECONDS:-300}" \
 	DEMO_SHOWN_OUTDIR="$results" bash "$TOP/demo/in-l1.sh" ||
 	die "stage demo/record failed: see the messages above, $results/output.log (what ran in L1), $results/guest-console.log (the guest) and $results/console.log (L1's kernel)"
-rm -rf "$outdir/guest" "$outdir/guestmount" "$outdir/guest-data" "$outdir/guest-clock" "$outdir"/demo-*/
+rm -rf "$outdir/guest" "$outdir/guestmount" "$outdir/guest-data" "$outdir/guest-clock" "$outdir"/demo-*/ \
+	"$outdir"/*-vcpu*
 cp -a "$results/perf.data" "$results/guestmount" "$results/vms" "$results/recording.txt" \
-	"$results/perf-record.log" "$outdir/"
+	"$results/perf-record.log" "$results/machines" "$outdir/"
+[ ! -f "$results/host-kallsyms" ] || cp "$results/host-kallsyms" "$outdir/"
 # Each VM's files: in the output directory itself when it is alone.
 while read -r name kind _; do
 	from=$results to=$outdir

@@ -17,16 +17,18 @@ set -euo pipefail
 # whose name contains it): the compiled path, 64-bit kernel and user
 # stacks, a CR3 switch without exits (CR3 read live from the VMCS), compat
 # and 32-bit PAE user code, real mode (no chain), stack windows, BPF, no
-# guest state in the softirqs after VMX's handle_exit_irqoff(), the race;
-# about 165 s here.
+# guest state in the softirqs after VMX's handle_exit_irqoff(), the race,
+# the host part of guest samples from VMX's external-interrupt exit path;
+# about 180 s here.
 subtests=(guest_callchain_test:c_path_max_stack_3 guest_callchain_walk_test:long64_4k
 	guest_callchain_walk_test:long64_user_supervisor_pte guest_callchain_walk_test:long64_cr3_switch
 	guest_callchain_walk_test:compat_user guest_callchain_walk_test:prot32_pae_user
 	guest_callchain_walk_test:real_mode guest_stack_window_test:window_long64_user_supervisor_page
 	guest_stack_window_test:window_compat_user guest_callchain_test:bpf_stack_map
-	guest_callchain_test:softirq guest_callchain_race_test:race)
+	guest_callchain_test:softirq guest_callchain_race_test:race
+	guest_host_callchain_test:host_chain_cpu_clock)
 programs=(guest_callchain_test guest_callchain_walk_test guest_stack_window_test
-	guest_callchain_opt_in_test guest_callchain_race_test)
+	guest_callchain_opt_in_test guest_callchain_race_test guest_host_callchain_test)
 options="-i -p 1000000"
 check_vmx='grep -qw vmx /proc/cpuinfo && [ "$(cat /sys/module/kvm_intel/parameters/ept)" = Y ] || { echo "no kvm_intel with EPT"; exit 1; }; echo "kvm_intel: ept=$(cat /sys/module/kvm_intel/parameters/ept) unrestricted_guest=$(cat /sys/module/kvm_intel/parameters/unrestricted_guest) vpid=$(cat /sys/module/kvm_intel/parameters/vpid)"'
 # Each run starts with a line "=== PROGRAM", which sorts its results.
