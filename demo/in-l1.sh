@@ -355,10 +355,12 @@ record_guests() {
 	# finds no kallsyms of this kernel's build id there.
 	[ "$vms" -ne 1 ] || cp /proc/kallsyms "$work/host-kallsyms"
 	step "recording: perf kvm ${machines[*]} record ${target[*]} -F $rate -m ${mib}M for ${record_seconds}s"
-	# perf stops at SIGINT; past its time limit it is killed.  The stock
-	# guests' clocks are read with the same clock (-k CLOCK_MONOTONIC),
-	# and their sidebands need sample IDs.
-	record=(timeout -s INT -k 30 $((record_seconds + 120))
+	# perf stops at SIGINT; past its time limit it is killed.  Before it
+	# samples it reads the host's and each guest's kallsyms, tens of
+	# seconds each under TCG on a slow machine (over 100s for two
+	# guests).  The stock guests' clocks are read with the same clock
+	# (-k CLOCK_MONOTONIC), and their sidebands need sample IDs.
+	record=(timeout -s INT -k 30 $((record_seconds + 120 * (vms + 1)))
 		"$PERF" kvm "${machines[@]}" --guestmount="$work/guestmount" -o "$work/perf.data"
 		record -q "${target[@]}" -F "$rate" -m "${mib}M")
 	[ ${#sidebands[@]} -eq 0 ] || record+=(-k CLOCK_MONOTONIC --sample-identifier)

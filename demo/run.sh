@@ -72,9 +72,14 @@ fi
 name=demo-$(printf '%s' "$outdir" | md5sum | cut -c1-8)
 results=$OUT/l1/$name
 # Time limits that fit a slow machine: each attempt (demo/in-l1.sh) may
-# take the guest's boot (DEMO_BOOT_SECONDS, 300), the recording and its
-# margin (120), fetching the guest's data (180); L1's own boot on top.
-limit=$((120 + attempts * (${DEMO_BOOT_SECONDS:-300} + seconds + 120 + 180 + 30)))
+# take, for each VM, its guest's boot (DEMO_BOOT_SECONDS, 300; the VMs
+# boot one at a time), perf's and the clock tools' start (120: perf reads
+# each guest's kallsyms, tens of seconds under TCG) and the fetch of its
+# data (180); then the recording and its margin (120).  L1's own boot on
+# top.  Within these demo/in-l1.sh says what went wrong; past them L1 is
+# stopped and only its logs say.
+per_vm=$((${DEMO_BOOT_SECONDS:-300} + 120 + 180))
+limit=$((120 + attempts * (vms * per_vm + seconds + 120 + 30)))
 say "booting L1 (TCG); it starts the L2 guest with KVM and records it for ${seconds}s (at most ${limit}s in all)"
 # One L1 CPU: the guest's vCPU is then never kicked out of the guest by
 # IPIs from another L1 CPU, which TCG's nested SVM does not always survive.

@@ -44,6 +44,33 @@ export L1_RESULTS=/mnt
 ulimit -c 0
 hostname l1
 
+# What every user task waits on, shortly before scripts/l1-run.sh would
+# stop L1 for running too long (l1.deadline=, in seconds of L1's uptime):
+# a command that hangs leaves where it hangs in hang.txt.  Few processes
+# per task: each costs TCG a lot.
+hang_report() {
+	for d in /proc/[0-9]*/task/[0-9]*; do
+		# a kernel thread has no program
+		[ -e "$d/exe" ] || continue
+		wchan='' value=''
+		read -r wchan <"$d/wchan" 2>/dev/null
+		while read -r key value; do
+			[ "$key" != State: ] || break
+		done <"$d/status"
+		echo "== ${d##*/} $(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)"
+		echo "state: $value, wchan: $wchan"
+		cat "$d/stack" 2>/dev/null
+	done
+}
+deadline=$(sed -n 's/.*l1\.deadline=\([0-9][0-9]*\).*/\1/p' /proc/cmdline)
+if [ -n "$deadline" ]; then
+	(
+		sleep $((deadline - $(cut -d. -f1 /proc/uptime)))
+		echo "l1-init: the command still runs at ${deadline}s: what its tasks wait on goes to hang.txt" >/dev/kmsg
+		hang_report >/mnt/hang.txt 2>&1
+	) </dev/null >/dev/null 2>&1 &
+fi
+
 echo "l1-init: running /mnt/cmd" >/dev/kmsg
 sh /mnt/cmd </dev/null >/dev/ttyS1 2>&1
 echo $? >/mnt/rc.tmp

@@ -37,6 +37,10 @@ command_script "$PWD" >"$results/cmd"
 # requested TSC rate below hardware speed"), and the L2 guest's timers
 # stall (soft lockups, a guest that never gets to its programs).  Give
 # L1 this machine's TSC rate.
+# A minute before the time is up, L1 writes what its tasks wait on to
+# hang.txt (scripts/l1-init.sh).
+deadline=
+[ "$timeout" -le 120 ] || deadline="l1.deadline=$((timeout - 60))"
 tsc_append=
 tsc_khz=$(host_tsc_khz)
 [ -z "$tsc_khz" ] || tsc_append="tsc_early_khz=$tsc_khz"
@@ -48,7 +52,7 @@ timeout --foreground -k 10 "$timeout" qemu-system-x86_64 \
 	-accel tcg,thread=single -cpu max -smp "${L1_SMP:-2}" -m 6G \
 	-display none -monitor none -nic none -no-reboot \
 	-kernel "$kernel" \
-	-append "console=ttyS0 loglevel=7 log_buf_len=8M panic=-1 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$TOP/scripts/l1-init.sh rcupdate.rcu_cpu_stall_timeout=60 $tsc_append ${L1_APPEND:-}" \
+	-append "console=ttyS0 loglevel=7 log_buf_len=8M panic=-1 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$TOP/scripts/l1-init.sh rcupdate.rcu_cpu_stall_timeout=60 $tsc_append $deadline ${L1_APPEND:-}" \
 	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 	-fsdev local,id=results,path="$results",security_model=none,multidevs=remap \
@@ -70,6 +74,10 @@ if [ -f "$results/rc" ]; then
 elif [ $qemu_rc -eq 124 ] || [ $qemu_rc -eq 137 ]; then
 	say "L1 timed out after ${timeout}s; last console lines:"
 	tail -n 40 "$results/console.log" | sed 's/^/  | /'
+	if [ -s "$results/hang.txt" ]; then
+		say "what the command's tasks waited on a minute before (all of it in $results/hang.txt):"
+		head -n 200 "$results/hang.txt" | sed 's/^/  | /'
+	fi
 	rc=124
 else
 	say "L1 ended (qemu status $qemu_rc) before the command finished; last console lines:"
