@@ -68,15 +68,24 @@ passes "guest samples half the recording's pass" \
 recording 0 0 2500
 fails "guest samples under half the recording's fail, with the figure" \
 	"FAILED: only 960 guest samples in perf kvm script, 38.4% of the recording's 2500 (need 50%)"
+# Several VMs, recorded by cgroup: their vCPU threads' host samples count.
+printf 'demo-stock stock 2 75 2\ndemo-off stock 0 336 1\n' >"$tmp/demo/vms"
+recording 0 0 3840
+passes "several VMs: guest samples a quarter of the recording's pass" \
+	"ok: 960 guest samples in perf kvm script, 25.0% of the recording's 3840 (at least 25%)"
+recording 0 0 4000
+fails "several VMs: guest samples under a quarter fail, with the figure" \
+	"FAILED: only 960 guest samples in perf kvm script, 24.0% of the recording's 4000 (need 25%)"
+rm "$tmp/demo/vms"
 recording 0 0
 printf '\n' >"$tmp/demo/perf-kvm-script.txt"
 fails "no guest samples fail" "FAILED: only 0 guest samples in perf kvm script, 0.0% of the recording's 1000 (need 50%)"
-script 951 9 >"$tmp/demo/perf-kvm-script.txt"
-passes "0.9% of the guest samples on the unknown guest thread pass" \
-	"ok: 9 of 960 guest samples are the unknown guest thread's (0.9%; at most 1%)"
-script 948 12 >"$tmp/demo/perf-kvm-script.txt"
-fails "1.2% of the guest samples on the unknown guest thread fail, with the figure" \
-	"FAILED: 12 of 960 guest samples are the unknown guest thread's (1.2%, more than 1%): the sideband did not place them"
+script 913 47 >"$tmp/demo/perf-kvm-script.txt"
+passes "4.9% of the guest samples on the unknown guest thread pass" \
+	"ok: 47 of 960 guest samples are the unknown guest thread's (4.9%; at most 5%)"
+script 911 49 >"$tmp/demo/perf-kvm-script.txt"
+fails "5.1% of the guest samples on the unknown guest thread fail, with the figure" \
+	"FAILED: 49 of 960 guest samples are the unknown guest thread's (5.1%, more than 5%): the sideband did not place them"
 rm "$tmp/demo/recording.txt"
 fails "no recording.txt fails" 'FAILED: no recording.txt'
 
