@@ -37,10 +37,11 @@ command_script "$PWD" >"$results/cmd"
 # requested TSC rate below hardware speed"), and the L2 guest's timers
 # stall (soft lockups, a guest that never gets to its programs).  Give
 # L1 this machine's TSC rate.
-# A minute before the time is up, L1 writes what its tasks wait on to
-# hang.txt (scripts/l1-init.sh).
+# A minute before the time is up (a quarter of it, if less than 240s),
+# L1 writes what its tasks wait on to hang.txt (scripts/l1-init.sh).
+margin=$((timeout < 240 ? timeout / 4 : 60))
 deadline=
-[ "$timeout" -le 120 ] || deadline="l1.deadline=$((timeout - 60))"
+[ "$timeout" -lt 60 ] || deadline="l1.deadline=$((timeout - margin))"
 tsc_append=
 tsc_khz=$(host_tsc_khz)
 [ -z "$tsc_khz" ] || tsc_append="tsc_early_khz=$tsc_khz"
@@ -75,7 +76,7 @@ elif [ $qemu_rc -eq 124 ] || [ $qemu_rc -eq 137 ]; then
 	say "L1 timed out after ${timeout}s; last console lines:"
 	tail -n 40 "$results/console.log" | sed 's/^/  | /'
 	if [ -s "$results/hang.txt" ]; then
-		say "what the command's tasks waited on a minute before (all of it in $results/hang.txt):"
+		say "what the command's tasks waited on ${margin}s before (all of it in $results/hang.txt):"
 		head -n 200 "$results/hang.txt" | sed 's/^/  | /'
 	fi
 	rc=124
