@@ -31,6 +31,9 @@ it may skip:
   results.py notrun EXPECTED PREFIX
         the descriptions of PREFIX's tests that the list marks "not run"
         (perf test --skip takes their numbers).
+  results.py alone EXPECTED PREFIX
+        the descriptions of PREFIX's tests that the list marks "alone":
+        they must pass, and run by themselves after the others.
 """
 
 import re
@@ -58,9 +61,10 @@ def read_results(path):
 
 
 def read_expected(path):
-    """{name: (kind, reason)}: kind 'pass', 'skip' or 'notrun'.
+    """{name: (kind, reason)}: kind 'pass', 'alone', 'skip' or 'notrun'.
 
-    A line is NAME, or NAME<TAB>skip: REASON, or NAME<TAB>not run: REASON.
+    A line is NAME, or NAME<TAB>alone: REASON, or NAME<TAB>skip: REASON,
+    or NAME<TAB>not run: REASON.
     """
     expected = {}
     with open(path, encoding="utf-8") as f:
@@ -73,11 +77,13 @@ def read_expected(path):
             kind, reason = "pass", ""
             if note:
                 kind, _, reason = note.partition(":")
-                kind = {"skip": "skip", "not run": "notrun"}.get(kind.strip())
+                kind = {"alone": "alone", "skip": "skip",
+                        "not run": "notrun"}.get(kind.strip())
                 reason = reason.strip()
                 if not kind or not reason:
-                    sys.exit(f"{path}:{number}: want NAME<TAB>skip: REASON or "
-                             f"NAME<TAB>not run: REASON, not {line!r}")
+                    sys.exit(f"{path}:{number}: want NAME<TAB>alone: REASON, "
+                             f"NAME<TAB>skip: REASON or NAME<TAB>not run: "
+                             f"REASON, not {line!r}")
             if name.strip() in expected:
                 sys.exit(f"{path}:{number}: {name.strip()} is listed twice")
             expected[name.strip()] = (kind, reason)
@@ -223,9 +229,11 @@ def accept(results_path, expected_path):
             continue
         kind, why = old.get(name, ("pass", ""))
         if verdict == "SKIP":
-            if kind == "pass":
+            if kind in ("pass", "alone"):
                 kind, why = "skip", reason or "REASON?"
             body.append(f"{name}\t{'not run' if kind == 'notrun' else 'skip'}: {why}\n")
+        elif kind == "alone":
+            body.append(f"{name}\talone: {why}\n")
         else:
             body.append(f"{name}\n")
     with open(expected_path, "w", encoding="utf-8") as f:
@@ -233,10 +241,10 @@ def accept(results_path, expected_path):
     return 0
 
 
-def notrun(expected_path, prefix):
-    """The top-level descriptions of PREFIX's tests marked "not run"."""
+def descriptions(expected_path, prefix, which):
+    """The top-level descriptions of PREFIX's tests of kind WHICH."""
     for name, (kind, _) in read_expected(expected_path).items():
-        if kind == "notrun" and name.startswith(prefix + "/"):
+        if kind == which and name.startswith(prefix + "/"):
             print(name[len(prefix) + 1:].split(SUB)[0])
     return 0
 
@@ -254,8 +262,8 @@ def main(argv):
         return check(*args)
     if cmd == "accept" and len(args) == 2:
         return accept(*args)
-    if cmd == "notrun" and len(args) == 2:
-        return notrun(*args)
+    if cmd in ("notrun", "alone") and len(args) == 2:
+        return descriptions(*args, cmd)
     sys.exit(usage)
 
 

@@ -7,7 +7,9 @@
 #   tests/perf-test.sh perf       on the host (make check): every test but
 #                                 those tests/expected marks "not run" (perf
 #                                 test --skip; they show as skipped) and
-#                                 those it names under l1/perf/
+#                                 those it names under l1/perf/; then those
+#                                 it marks "alone", one at a time (perf test
+#                                 runs the others side by side)
 #   tests/perf-test.sh l1/perf    inside L1 (tests/l1/run.sh): the tests
 #                                 tests/expected names under l1/perf/,
 #                                 those that need the series' kernel
@@ -61,8 +63,9 @@ l1/perf)
 	read -r -a args <<<"${run//,/ }"
 	;;
 perf)
-	skip=$( { python3 "$TOP/scripts/results.py" notrun "$expected" perf; echo "$in_l1"; } |
-		grep -v '^$' | sort -u | numbers "$list")
+	alone=$(python3 "$TOP/scripts/results.py" alone "$expected" perf)
+	skip=$( { python3 "$TOP/scripts/results.py" notrun "$expected" perf; echo "$in_l1"
+		echo "$alone"; } | grep -v '^$' | sort -u | numbers "$list")
 	args=(${skip:+--skip "$skip"})
 	;;
 *) die "usage: $0 perf|l1/perf|PREFIX DESCRIPTION..." ;;
@@ -73,9 +76,22 @@ echo "$PERF test ${extra[*]} ${args[*]}"
 "$PERF" test "${extra[@]}" "${args[@]}" >"$log" 2>&1
 rc=$?
 results=$(python3 "$TOP/scripts/results.py" perftest "$prefix" <"$log")
-if [ "$prefix" = perf ] && [ -n "$in_l1" ]; then
-	# The tests L1 runs show here as skipped by request: not results.
-	results=$(grep -vxF -f <(sed "s|^|SKIP perf/|; s|\$| # user override|" <<<"$in_l1") <<<"$results")
+elsewhere=$(printf '%s\n' "${in_l1:-}" "${alone:-}" | grep -v '^$')
+if [ "$prefix" = perf ] && [ -n "$elsewhere" ]; then
+	# The tests L1 runs and those run alone show here as skipped by
+	# request: not results.
+	results=$(grep -vxF -f <(sed "s|^|SKIP perf/|; s|\$| # user override|" <<<"$elsewhere") <<<"$results")
+fi
+# Those whose outcome depends on having the machine to themselves.
+if [ "$prefix" = perf ] && [ -n "${alone:-}" ]; then
+	one=$(mktemp)
+	for n in $(numbers "$list" <<<"$alone" | tr , ' '); do
+		echo "$PERF test ${extra[*]} $n (alone)"
+		"$PERF" test "${extra[@]}" "$n" >"$one" 2>&1 || rc=$?
+		cat "$one" >>"$log"
+		results+=$'\n'$(python3 "$TOP/scripts/results.py" perftest "$prefix" <"$one")
+	done
+	rm -f "$one"
 fi
 [ -n "$results" ] || { cat "$log"; echo "perf test ${args[*]} reported no test"; exit 1; }
 echo "$results" >>"$STAGE_RESULTS"

@@ -52,8 +52,8 @@ have=$(results perftest perf <"$tmp/perftest")
 # A whole run as tests/expected wants it: every listed result, each as
 # listed (a pass, or a skip it allows).
 expected=$TOP/tests/expected
-awk -F'\t' '!/^#/ && NF { print ($2 == "" ? "PASS " : "SKIP ") $1 ($2 == "" ? "" : " # listed") }' \
-	"$expected" >"$tmp/good"
+awk -F'\t' '!/^#/ && NF { pass = $2 == "" || $2 ~ /^alone:/
+	print (pass ? "PASS " : "SKIP ") $1 (pass ? "" : " # listed") }' "$expected" >"$tmp/good"
 [ -s "$tmp/good" ] || bad "tests/expected lists nothing"
 judge() { results check "$1" "$expected" >"$tmp/out" 2>&1; }
 if judge "$tmp/good" && grep -qE '^[0-9]+ passed, 0 failed, [0-9]+ skipped$' "$tmp/out"; then
@@ -90,6 +90,16 @@ t=$(pick '^SKIP ')
 if [ -n "$t" ]; then
 	sed "s|^SKIP $t # listed\$|PASS $t|" "$tmp/good" >"$tmp/run"
 	expect_failure "a listed skip that passes ($t)" "a stale entry: drop it): $t"
+fi
+
+# A test run alone must pass like any other; perf-test.sh asks for the
+# list of them.
+t=$(grep -m 1 -P '^perf/[^\t]*\talone: ' "$expected" | cut -f1)
+if [ -n "$t" ]; then
+	sed "s|^PASS $t\$|SKIP $t # less than two compressed records|" "$tmp/good" >"$tmp/run"
+	expect_failure "a test run alone that skips ($t)" "skipped, and $expected does not allow it: $t"
+	results alone "$expected" perf | grep -qxF "${t#perf/}" &&
+		ok "results.py alone lists ${t#perf/}" || bad "results.py alone does not list ${t#perf/}"
 fi
 
 { cat "$tmp/good"; echo "PASS perf/a test nobody listed"; } >"$tmp/run"
