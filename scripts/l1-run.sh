@@ -14,6 +14,11 @@
 #
 # L1_APPEND adds to the L1 kernel command line; L1_SMP replaces -smp 2.
 #
+# An L1 that runs out of time says where it was: a minute before, what the
+# command's tasks wait on (hang.txt, written in L1); 20 s before, where
+# each L1 CPU is, three times (cpus.txt, from QEMU's monitor: L1's kernel,
+# its user space or a guest).
+#
 # Afterwards the L1 kernel log (console.log there) is checked: any WARNING,
 # BUG, Oops, lockdep, RCU or KASAN report fails the run, with the report shown.
 set -euo pipefail
@@ -46,12 +51,18 @@ tsc_append=
 tsc_khz=$(host_tsc_khz)
 [ -z "$tsc_khz" ] || tsc_append="tsc_early_khz=$tsc_khz"
 
+# QEMU's monitor socket (a Unix socket path has at most 107 bytes).
+monitor=$results/monitor.sock
+[ ${#monitor} -lt 100 ] || monitor=$(mktemp -u /tmp/l1-monitor.XXXXXX)
+system_map=
+[ "$kernel" != "$BZIMAGE" ] || [ ! -f "$KBUILD/System.map" ] || system_map=$KBUILD/System.map
+
 say "booting L1 for '${command[*]}' (log: $results/console.log)"
 start=$(date +%s)
 qemu_rc=0
 timeout --foreground -k 10 "$timeout" qemu-system-x86_64 \
 	-accel tcg,thread=single -cpu max -smp "${L1_SMP:-2}" -m 6G \
-	-display none -monitor none -nic none -no-reboot \
+	-display none -monitor unix:"$monitor",server=on,wait=off -nic none -no-reboot \
 	-kernel "$kernel" \
 	-append "console=ttyS0 loglevel=7 log_buf_len=8M panic=-1 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$TOP/scripts/l1-init.sh rcupdate.rcu_cpu_stall_timeout=60 $tsc_append $deadline ${L1_APPEND:-}" \
 	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
@@ -63,9 +74,19 @@ timeout --foreground -k 10 "$timeout" qemu-system-x86_64 \
 qemu=$!
 tail -n +1 -f --pid=$qemu "$results/output.log" | tr -d '\r' &
 tailer=$!
+watcher=
+if [ "$timeout" -ge 60 ]; then
+	(sleep $((timeout - 20)) && for sample in 1 2 3; do
+		echo "== $((timeout - 20 + (sample - 1) * 4))s after L1 started"
+		python3 "$TOP/scripts/qemu-monitor.py" where "$monitor" $system_map
+		sleep 3
+	done >"$results/cpus.txt" 2>&1) &
+	watcher=$!
+fi
 wait $qemu || qemu_rc=$?
 wait $tailer 2>/dev/null || true
-rm -f "$results/qemu.pid"
+[ -z "$watcher" ] || { pkill -P "$watcher" 2>/dev/null; kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null; } || true
+rm -f "$results/qemu.pid" "$monitor"
 elapsed=$(($(date +%s) - start))
 
 rc=0
@@ -78,6 +99,10 @@ elif [ $qemu_rc -eq 124 ] || [ $qemu_rc -eq 137 ]; then
 	if [ -s "$results/hang.txt" ]; then
 		say "what the command's tasks waited on ${margin}s before (all of it in $results/hang.txt):"
 		head -n 200 "$results/hang.txt" | sed 's/^/  | /'
+	fi
+	if [ -s "$results/cpus.txt" ]; then
+		say "where L1's CPUs were 20s before (registers, code and stacks in $results/cpus.txt):"
+		grep -E '^(== |CPU [0-9]+[: ]|no answer)' "$results/cpus.txt" | sed 's/^/  | /'
 	fi
 	rc=124
 else

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Prove that a command hanging in L1 leaves where it hangs: scripts/l1-run.sh
 # stops L1 at its time limit and shows, from hang.txt, what the command's
-# tasks waited on shortly before.
+# tasks waited on shortly before, and from QEMU's monitor where L1's CPUs
+# were (idle here, in L1's kernel).
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp)
@@ -13,4 +14,6 @@ sed 's/^/    | /' "$out"
 grep -q '^started$' "$out" || { echo "the command did not run in L1"; exit 1; }
 grep -A1 '^  | == [0-9]* sleep 1000' "$out" | grep -q 'wchan: hrtimer_nanosleep' || {
 	echo "l1-run timed out without showing where the command slept"; exit 1; }
-echo "l1-run timed out with status 124 and showed where the command slept"
+grep -qE "^  \| CPU 0: RIP=[0-9a-f]+ \([^ ]+ in L1's kernel\)" "$out" || {
+	echo "l1-run timed out without showing where L1's CPUs were"; exit 1; }
+echo "l1-run timed out with status 124 and showed where the command slept and where L1's CPUs were"
