@@ -78,6 +78,10 @@ if [ -z "$root_port" ] || [ -z "$clock_port" ] || [ -z "$data_port" ]; then
 	finish
 fi
 
+# A perf that crashes leaves its core (tmp/core.perf.PID), sent with the
+# data: the host prints where it crashed.
+ulimit -c unlimited
+echo /tmp/core.%e.%p >/proc/sys/kernel/core_pattern
 # A 4 MiB ring: the guest's perf may wait for the CPU behind the programs.
 perf record -q -a -e dummy --switch-events --sample-identifier --buildid-all \
 	-k CLOCK_MONOTONIC -m 4M -o /tmp/guest.data 2>/tmp/perf-record.log &
@@ -95,8 +99,10 @@ collect /tmp/guestroot
 # clock again, however long that took on a busy machine.
 wait $echo
 stop_programs
-kill -INT $perf
+kill -INT $perf 2>/dev/null || echo "guest: perf record had ended before it was stopped"
 wait $perf
-echo "guest: perf record: $(cat /tmp/perf-record.log)"
-(cd / && tar c tmp/guest.data root/.debug) >"$data_port" && echo "guest: guest data sent"
+echo "guest: perf record: status $?: $(cat /tmp/perf-record.log)"
+files="tmp/guest.data $(cd / && ls -d root/.debug tmp/core.* 2>/dev/null | tr '\n' ' ')"
+# shellcheck disable=SC2086
+(cd / && tar c $files) >"$data_port" && echo "guest: guest data sent: $files"
 finish

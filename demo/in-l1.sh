@@ -166,6 +166,19 @@ guest_data_fetch() {
 		[ -s "$dir/guest-data/tmp/guest.data" ] && [ -s "$dir/guest-clock" ]
 }
 
+# Whether VM I's perf record crashed in the guest: it sent its core
+# (demo/guest-init.sh); then say where, from the core, in perf-crash.txt
+# (the guest runs this perf and its libraries, at the same paths).
+guest_perf_crashed() {
+	local dir core
+	dir=$(vm_dir "$1")
+	core=$(ls "$dir"/guest-data/tmp/core.* 2>/dev/null | head -n 1)
+	[ -n "$core" ] || return 1
+	gdb -batch -q -ex 'thread apply all bt' "$PERF" "$core" \
+		>"$dir/perf-crash.txt" 2>&1 || true
+	grep -m 8 '^#' "$dir/perf-crash.txt" | sed 's/^/    /'
+}
+
 # How often L1's KVM refused a guest the TSC rate QEMU asked for: that
 # guest's timers stall (scripts/l1-run.sh says why).
 tsc_refusals() { dmesg | grep -c 'TSC rate below hardware speed' || true; }
@@ -295,7 +308,7 @@ record_target() {
 # or until the host stops the guest (fp).
 record_guests() {
 	local rate=$1 i dir mib record_rc started took samples lost chunks percent
-	local target sidebands=() clock_files=() chunks_all=0
+	local target sidebands=() clock_files=() chunks_all=0 fetched
 	rm -rf "$work" /run/demo-*.sock
 	mkdir -p "$work/guestmount"
 	qemus=()
@@ -419,7 +432,13 @@ record_guests() {
 	fi
 	for i in "${sidebands[@]}"; do
 		dir=$(vm_dir "$i")
-		if ! guest_data_fetch "$i"; then
+		fetched=0
+		guest_data_fetch "$i" || fetched=$?
+		if guest_perf_crashed "$i"; then
+			why "${names[$i]}'s perf record crashed in the guest; its sideband is cut short: where, in $dir/perf-crash.txt"
+			return
+		fi
+		if [ $fetched -ne 0 ]; then
 			why "${names[$i]} did not send its sideband: see its guest-console.log"
 			return
 		fi
