@@ -9,19 +9,29 @@
 # may skip; any other skip, a missing result, a listed skip that now passes
 # or a result the list does not name fails the run.
 #
-# Stages: deps -> tree -> checkpatch + export round trip -> the series apply
-# as their cover letters say, To/Cc up to date -> build (x86 kernel, perf,
-# selftests; perf also without libelf and with libunwind) -> arm64 build of
-# the touched directories -> every patch builds on its own (those built
-# before with the same inputs, as tests/verified-builds records, are not
-# built again) -> perf's other builds' guest tests -> the packages of make
-# packages, small (when their inputs changed) -> harness tests -> perf test
-# on this host -> perf's ORC test on Debian's stock kernel image ->
-# guest_callchain_test on Intel VMX under Bochs, from a checkout under
-# /tmp -> the L1 suite (KVM selftests, the perf tests that need the
-# series' kernel) -> the VMs' opt-in in an L1 under lockdown=integrity -> a
-# smoke run of the benchmark -> the short demo and its bad uses -> two VMs
-# at once, one recording, told apart, and given the wrong sidebands.
+# Stages: deps -> tree -> build (x86 kernel, perf, selftests) -> perf test
+# on this host (the machine to itself) -> perf's ORC test on Debian's
+# stock kernel image and on the base's; then two lanes side by side:
+#
+#   emulators (one at a time, each keeps a CPU busy): the harness tests
+#   that boot L1 -> guest_callchain_test on Intel VMX under Bochs, from a
+#   checkout under /tmp -> the L1 suite (KVM selftests, the perf tests
+#   that need the series' kernel) -> the VMs' opt-in in an L1 under
+#   lockdown=integrity -> a smoke run of the benchmark -> the short demo
+#   and its bad uses -> two VMs at once, one recording, told apart, and
+#   given the wrong sidebands;
+#
+#   the rest, at a lower priority (nice 10) so that the emulators' time
+#   limits hold: checkpatch + export round trip -> the series apply as
+#   their cover letters say, To/Cc up to date -> perf without libelf and
+#   with libunwind -> arm64 build of the touched directories -> every patch
+#   builds on its own (those built before with the same inputs, as
+#   tests/verified-builds records, are not built again) -> perf's other
+#   builds' guest tests -> the packages of make packages, small (when their
+#   inputs changed) -> the other harness tests.
+#
+# Stage lines and results of the two lanes interleave; results.txt and
+# stages.txt have them all.
 #
 # CHECK_SECONDS (4800) is the time the whole run may take: each stage gets
 # what is left (less a minute for the summary), and one that would run past
@@ -83,7 +93,8 @@ kill_tree() {
 # stage() with the deadline: the stage gets the time left, less the
 # summary's; past it, it is stopped, says so and fails (status 124).
 current=
-trap '[ -z "$current" ] || kill_tree "$current"; exit 130' INT TERM
+lanes=()
+trap 'for p in $current "${lanes[@]}"; do kill_tree "$p"; done; exit 130' INT TERM
 timed() {
 	local name=$1 left rc=0 watchdog
 	left=$((deadline - $(date +%s) - SUMMARY_SECONDS))
@@ -181,11 +192,16 @@ roundtrip() {
 	rm -rf "$scratch"
 }
 
-# The tests of the harness itself; exit status 4 (KSFT_SKIP) when one
-# cannot run here, which tests/expected must allow.
+# The tests of the harness itself: with "l1" those that boot L1
+# (tests/harness/l1-*-test.sh), with "host" the others.  Exit status 4
+# (KSFT_SKIP) when one cannot run here, which tests/expected must allow.
 harness() {
 	local t name rc
 	for t in "$TOP"/tests/harness/*-test.sh; do
+		case $1,$(basename "$t") in
+		l1,l1-*) ;;
+		host,l1-*|l1,*) continue ;;
+		esac
 		name=$(basename "$t" .sh)
 		rc=0
 		bash "$t" >"$RESULTS/$name.log" 2>&1 || rc=$?
@@ -301,43 +317,6 @@ intel_vmx() {
 	return $rc
 }
 
-must deps bash "$TOP/scripts/deps.sh"
-# Only the demo needs these: without them its stages fail, the rest runs.
-timed demo-deps bash "$TOP/demo/deps.sh" || record FAIL stage/demo-deps
-must tree bash "$TOP/scripts/tree.sh"
-timed checkpatch checkpatch
-timed export-roundtrip roundtrip
-# The postable series: each applies on the base with what it needs and after
-# the others, and its To/Cc are what get_maintainer.pl says.
-tested series/apply bash "$TOP/scripts/series-check.sh"
-tested series/recipients bash "$TOP/scripts/recipients.sh" --check
-must build-kernel bash "$TOP/scripts/build-kernel.sh"
-must build-perf bash "$TOP/scripts/build-perf.sh"
-must build-selftests bash "$TOP/scripts/build-selftests.sh"
-for v in $PERF_VARIANTS; do
-	tested "build/perf-$v" bash "$TOP/scripts/build-perf.sh" "$v"
-done
-tested build/arm64 bash "$TOP/scripts/build-arm64.sh"
-tested build/bisect bash "$TOP/scripts/bisect-build.sh"
-for v in $PERF_VARIANTS; do
-	tested "perf/$v" perf_variant "$v"
-done
-tested packages/small packages_small
-timed harness harness
-# perf's own tests on this host, but those that need the series' kernel,
-# which run in L1.
-tested perf/host bash "$TOP/tests/perf-test.sh" perf
-tested perf/orc-stock-kernel orc_stock_kernel
-tested perf/orc-base-kernel orc_base_kernel
-# KVM's Intel code: guest_callchain_test under Bochs' emulated VMX.
-tested intel/vmx intel_vmx
-timed l1-suite l1suite
-# The VMs' opt-in in a kernel booted with lockdown=integrity (Debian's with
-# Secure Boot), through the administrator's kvm_guest_callchains too.
-tested l1/lockdown env L1_APPEND=lockdown=integrity \
-	bash "$TOP/scripts/l1-run.sh" -t 600 -n lockdown bash "$TOP/tests/l1/lockdown-test.sh"
-tested bench/smoke bash "$TOP/bench/run.sh" --smoke
-
 # The short demo: a real Linux guest recorded from L1, its flame graph drawn
 # and checked; then the demo used wrongly.  One attempt: a recording that
 # needs a second is a defect to find, not to hide.
@@ -345,13 +324,67 @@ demo_short() {
 	DEMO_ATTEMPTS=1 DEMO_SECONDS=8 bash "$TOP/demo/run.sh" "$OUT/demo-short" &&
 		bash "$TOP/demo/check-output.sh" "$OUT/demo-short"
 }
-tested demo/short demo_short
-tested demo/bad-use bash "$TOP/demo/bad-use-test.sh" "$OUT/demo-short"
 # Several VMs at once, recorded together and told apart (demo/check-vms.sh).
 demo_vms() {
 	DEMO_ATTEMPTS=1 DEMO_GUESTS=2 DEMO_SECONDS=8 bash "$TOP/demo/run.sh" "$OUT/demo-vms" &&
 		bash "$TOP/demo/check-vms.sh" "$OUT/demo-vms"
 }
-tested demo/vms demo_vms
-tested demo/vms-bad bash "$TOP/demo/vms-bad-sideband-test.sh" "$OUT/demo-vms"
+
+# The stages that run an emulator (QEMU's L1, Bochs), one after another.
+emulator_lane() {
+	timed harness/l1 harness l1
+	# KVM's Intel code: guest_callchain_test under Bochs' emulated VMX.
+	tested intel/vmx intel_vmx
+	timed l1-suite l1suite
+	# The VMs' opt-in in a kernel booted with lockdown=integrity (Debian's
+	# with Secure Boot), through the administrator's kvm_guest_callchains too.
+	tested l1/lockdown env L1_APPEND=lockdown=integrity \
+		bash "$TOP/scripts/l1-run.sh" -t 600 -n lockdown bash "$TOP/tests/l1/lockdown-test.sh"
+	tested bench/smoke bash "$TOP/bench/run.sh" --smoke
+	tested demo/short demo_short
+	tested demo/bad-use bash "$TOP/demo/bad-use-test.sh" "$OUT/demo-short"
+	tested demo/vms demo_vms
+	tested demo/vms-bad bash "$TOP/demo/vms-bad-sideband-test.sh" "$OUT/demo-vms"
+}
+
+# The others, beside them.
+host_lane() {
+	timed checkpatch checkpatch
+	timed export-roundtrip roundtrip
+	# The postable series: each applies on the base with what it needs and
+	# after the others, and its To/Cc are what get_maintainer.pl says.
+	tested series/apply bash "$TOP/scripts/series-check.sh"
+	tested series/recipients bash "$TOP/scripts/recipients.sh" --check
+	for v in $PERF_VARIANTS; do
+		tested "build/perf-$v" bash "$TOP/scripts/build-perf.sh" "$v"
+	done
+	tested build/arm64 bash "$TOP/scripts/build-arm64.sh"
+	tested build/bisect bash "$TOP/scripts/bisect-build.sh"
+	for v in $PERF_VARIANTS; do
+		tested "perf/$v" perf_variant "$v"
+	done
+	tested packages/small packages_small
+	timed harness harness host
+}
+
+must deps bash "$TOP/scripts/deps.sh"
+# Only the demo needs these: without them its stages fail, the rest runs.
+timed demo-deps bash "$TOP/demo/deps.sh" || record FAIL stage/demo-deps
+must tree bash "$TOP/scripts/tree.sh"
+must build-kernel bash "$TOP/scripts/build-kernel.sh"
+must build-perf bash "$TOP/scripts/build-perf.sh"
+must build-selftests bash "$TOP/scripts/build-selftests.sh"
+# perf's own tests on this host, but those that need the series' kernel,
+# which run in L1; with the machine to itself (some measure what a second
+# of sampling writes).
+tested perf/host bash "$TOP/tests/perf-test.sh" perf
+tested perf/orc-stock-kernel orc_stock_kernel
+tested perf/orc-base-kernel orc_base_kernel
+
+emulator_lane &
+lanes+=($!)
+(renice -n 10 -p "$BASHPID" >/dev/null; host_lane) &
+lanes+=($!)
+wait "${lanes[@]}"
+lanes=()
 summary
