@@ -6,8 +6,9 @@
   scripts/qemu-monitor.py where SOCKET [SYSTEM_MAP]
         a line per CPU: its RIP (with the symbol of SYSTEM_MAP it falls
         in, when it falls in that kernel's text), CPL, CR3 and whether it
-        halted; then each CPU's registers, instructions at RIP and stack
-        (its words that fall in SYSTEM_MAP's text named)
+        halted; then each CPU's local APIC (timer, pending and in-service
+        vectors), registers, instructions at RIP and stack (its words that
+        fall in SYSTEM_MAP's text named)
 
 Each wait is bounded (5 s); exits 1 when QEMU does not answer.
 scripts/l1-run.sh asks where L1's CPUs are before it stops an L1 that ran
@@ -88,6 +89,13 @@ def field(regs, name):
     return m.group(1) if m else "?"
 
 
+def gdt(regs):
+    """The GDT's base: L1's kernel keeps its own at one address (its CPU
+    entry area), a guest's kernel elsewhere."""
+    m = re.search(r"^GDT=\s+([0-9a-fA-F]+)", regs, re.M)
+    return m.group(1) if m else "?"
+
+
 def where(path, system_map=None):
     symbols = text_symbols(system_map) if system_map else []
     (_, dump), = ask(path, ["info registers -a"])
@@ -101,9 +109,11 @@ def where(path, system_map=None):
         except ValueError:
             name = None
         place = f" ({name} in L1's kernel)" if name else ""
+        if symbols and not name:
+            place = " (not in L1's kernel text: L1's user space or a guest)"
         print(f"CPU {cpu}: RIP={rip}{place} CPL={field(regs, 'CPL')} "
-              f"CR3={field(regs, 'CR3')} HLT={field(regs, 'HLT')}")
-        details += [f"cpu {cpu}", "x/8i $pc", "x/64gx $esp"]
+              f"CR3={field(regs, 'CR3')} GDT={gdt(regs)} HLT={field(regs, 'HLT')}")
+        details += [f"cpu {cpu}", "info lapic", "x/8i $pc", "x/64gx $esp"]
     print(dump)
     current = None
     for command, answer in ask(path, details):
@@ -112,9 +122,23 @@ def where(path, system_map=None):
             current = command.split()[1]
         if command.startswith("x/64gx"):
             print(f"CPU {current} {stack_text(symbols, answer)}")
+        if command == "info lapic":
+            print(f"CPU {current} {lapic_text(answer)}")
         if not command.startswith("cpu "):
             print(answer)
     return 0
+
+
+def lapic_text(answer):
+    """A CPU's local APIC in a line: its timer, pending and in-service
+    vectors, priorities (an interrupt pending while the CPU runs on says
+    that the CPU does not take it)."""
+    keep = []
+    for line in answer.split("\n"):
+        words = line.split()
+        if words and words[0] in ("Timer", "ISR", "IRR", "APR"):
+            keep.append(" ".join(words))
+    return "local APIC: " + ("; ".join(keep) or "no answer")
 
 
 def stack_text(symbols, answer):
