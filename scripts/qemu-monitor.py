@@ -9,11 +9,16 @@
         halted; then each CPU's local APIC (timer, pending and in-service
         vectors), registers, instructions at RIP and stack (its words that
         fall in SYSTEM_MAP's text named)
+  scripts/qemu-monitor.py stuck SOCKET SYSTEM_MAP
+        exits 0, with a line saying where, when a CPU is outside L1's
+        kernel text with L1's timer interrupt pending in its local APIC
+        (an interrupt L1 takes at once when it runs at all), else 1
 
-Each wait is bounded (5 s); exits 1 when QEMU does not answer.
+Each wait is bounded (5 s); exits 2 (stuck) or 1 when QEMU does not answer.
 scripts/l1-run.sh asks where L1's CPUs are before it stops an L1 that ran
 out of time: in L1's kernel (and where), in L1's user space, or in a
-guest (RIP in none of L1's text, another CR3).
+guest (RIP in none of L1's text, another GDT); and, every 30 s, whether
+QEMU got stuck running a guest with L1's own timer interrupt pending.
 """
 
 import bisect
@@ -96,13 +101,44 @@ def gdt(regs):
     return m.group(1) if m else "?"
 
 
+# Linux's LOCAL_TIMER_VECTOR: the local APIC timer's interrupt.
+TIMER_VECTOR = "236"
+
+
+def cpu_dumps(dump):
+    """[(cpu, its part of "info registers -a")]."""
+    cpus = [(int(m.group(1)), m.start()) for m in CPU.finditer(dump)]
+    return [(cpu, dump[start:cpus[i + 1][1] if i + 1 < len(cpus) else len(dump)])
+            for i, (cpu, start) in enumerate(cpus)]
+
+
+def stuck(path, system_map):
+    """0 if a CPU runs outside L1's kernel with L1's timer pending."""
+    symbols = text_symbols(system_map)
+    (_, dump), = ask(path, ["info registers -a"])
+    for cpu, regs in cpu_dumps(dump):
+        try:
+            inside = symbol(symbols, int(field(regs, "RIP"), 16))
+        except ValueError:
+            inside = None
+        if inside:
+            continue
+        _, lapic = ask(path, [f"cpu {cpu}", "info lapic"])[1]
+        irr = next((line.split()[1:] for line in lapic.split("\n")
+                    if line.startswith("IRR")), [])
+        if TIMER_VECTOR in irr:
+            print(f"CPU {cpu}: RIP={field(regs, 'RIP')} CPL={field(regs, 'CPL')} "
+                  f"GDT={gdt(regs)}, outside L1's kernel with L1's timer "
+                  f"(vector {TIMER_VECTOR}) pending")
+            return 0
+    return 1
+
+
 def where(path, system_map=None):
     symbols = text_symbols(system_map) if system_map else []
     (_, dump), = ask(path, ["info registers -a"])
-    cpus = [(int(m.group(1)), m.start()) for m in CPU.finditer(dump)]
     details = []
-    for i, (cpu, start) in enumerate(cpus):
-        regs = dump[start:cpus[i + 1][1] if i + 1 < len(cpus) else len(dump)]
+    for cpu, regs in cpu_dumps(dump):
         rip = field(regs, "RIP")
         try:
             name = symbol(symbols, int(rip, 16))
@@ -157,19 +193,21 @@ def stack_text(symbols, answer):
 
 def main(argv):
     usage = __doc__.split("\n\n")[1]
-    if len(argv) < 3 or argv[1] not in ("ask", "where"):
+    if len(argv) < 3 or argv[1] not in ("ask", "where", "stuck"):
         sys.exit(usage)
     path = argv[2]
     try:
         if argv[1] == "where" and len(argv) in (3, 4):
             return where(path, *argv[3:])
+        if argv[1] == "stuck" and len(argv) == 4:
+            return stuck(path, argv[3])
         if argv[1] == "ask" and len(argv) > 3:
             for command, answer in ask(path, argv[3:]):
                 print(f"(qemu) {command}\n{answer}")
             return 0
     except (OSError, ConnectionError) as e:
         print(f"no answer from QEMU's monitor at {path}: {e}", file=sys.stderr)
-        return 1
+        return 2 if argv[1] == "stuck" else 1
     sys.exit(usage)
 
 

@@ -1,0 +1,27 @@
+#!/bin/bash
+# Prove that scripts/l1-run.sh stops an L1 that QEMU keeps stuck in a guest
+# and boots it once more, then gives up with status 126: a made-up probe
+# (L1_STUCK_PROBE) says "stuck" at every poll, polled every 3 s.
+set -uo pipefail
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+. "$TOP/scripts/lib.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/probe" <<'PROBE'
+#!/bin/sh
+echo "CPU 0: RIP=00005555cbe44420 CPL=3 GDT=fffffe56bc694000, made up"
+PROBE
+chmod +x "$tmp/probe"
+L1_STUCK_PROBE=$tmp/probe L1_STUCK_POLL=3 \
+	bash "$TOP/scripts/l1-run.sh" -t 300 -n stuck-test sh -c 'echo started; exec sleep 1000' >"$tmp/out" 2>&1
+rc=$?
+sed 's/^/    | /' "$tmp/out"
+results=$OUT/l1/stuck-test
+[ $rc -eq 126 ] || { echo "l1-run exited with status $rc, not 126 (stuck twice)"; exit 1; }
+[ "$(grep -c "^\[l1-run\] booting L1 for" "$tmp/out")" -eq 2 ] || { echo "L1 was not booted exactly twice"; exit 1; }
+grep -q "booting L1 once more" "$tmp/out" || { echo "l1-run did not say it boots L1 once more"; exit 1; }
+grep -q "^  | CPU 0: RIP=00005555cbe44420 CPL=3 GDT=fffffe56bc694000, made up" "$tmp/out" ||
+	{ echo "l1-run did not show where the CPU was stuck"; exit 1; }
+[ -s "$results/stuck-1/console.log" ] && [ -s "$results/stuck-1/stuck" ] ||
+	{ echo "no first boot's logs in $results/stuck-1"; exit 1; }
+echo "l1-run stopped L1 stuck in a guest, booted it once more, and gave up with status 126"
