@@ -404,6 +404,13 @@ record_guests() {
 	# needed a second attempt (make check allows one).
 	if [ "$record_rc" -ne 0 ] || ! read -r samples lost chunks < <(recording_counts "$work/perf.data"); then
 		cp "$work/perf-record.log" "$work/perf-record.failed.log"
+		# A guest that crashed takes its QEMU, and the recording, with it.
+		for i in "${!names[@]}"; do
+			if guest_broke "$i"; then
+				why "${names[$i]}'s kernel crashed while we recorded it (then perf kvm record exited with status $record_rc): see its guest-console.log"
+				return
+			fi
+		done
 		why "perf kvm record exited with status $record_rc after ${took}s and left no complete perf.data: see perf-record.log"
 		return
 	fi
