@@ -29,8 +29,9 @@ packages=(
 	# the bench: L1 under TCG, host root over 9p; make bench-memslots
 	# times QEMU's memslot ioctls with strace
 	qemu-system-x86 busybox-static strace
-	# make demo: the flame graph's picture in headless Chromium
-	chromium fonts-dejavu-core
+	# make demo: the flame graph's picture in headless Chromium; gdb for
+	# the backtrace of a guest perf that crashed (demo/in-l1.sh)
+	chromium fonts-dejavu-core gdb
 	# Intel VMX under Bochs (scripts/bochs-run.sh): the emulator, its
 	# BIOS, an isolinux ISO; 'script' (bsdutils) gives it a terminal
 	bochs bochsbios vgabios bochs-term isolinux syslinux-common xorriso bsdutils

@@ -167,7 +167,11 @@ else
 	rc=125
 fi
 
-if ! bash "$TOP/scripts/check-kernel-log.sh" "$results/console.log"; then
-	[ "$rc" -ne 0 ] || rc=3
-fi
+# A boot stopped stuck in a guest had its kernel log too.
+for log in "$results/stuck-1/console.log" "$results/console.log"; do
+	[ -f "$log" ] || continue
+	if ! bash "$TOP/scripts/check-kernel-log.sh" "$log"; then
+		[ "$rc" -ne 0 ] || rc=3
+	fi
+done
 exit "$rc"

@@ -24,4 +24,6 @@ grep -q "^  | CPU 0: RIP=00005555cbe44420 CPL=3 GDT=fffffe56bc694000, made up" "
 	{ echo "l1-run did not show where the CPU was stuck"; exit 1; }
 [ -s "$results/stuck-1/console.log" ] && [ -s "$results/stuck-1/stuck" ] ||
 	{ echo "no first boot's logs in $results/stuck-1"; exit 1; }
-echo "l1-run stopped L1 stuck in a guest, booted it once more, and gave up with status 126"
+grep -q "^\[check-kernel-log\] clean: $results/stuck-1/console.log" "$tmp/out" ||
+	{ echo "the first boot's kernel log was not checked"; exit 1; }
+echo "l1-run stopped L1 stuck in a guest, booted it once more, checked both kernel logs, and gave up with status 126"
