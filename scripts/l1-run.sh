@@ -126,6 +126,10 @@ boot_l1() {
 	rm -f "$results/qemu.pid" "$monitor" "$results/stuck.now"
 }
 
+# The summary lines of cpus.txt: each sample, each CPU's place, local APIC
+# and kernel stack words.
+show_cpus() { grep -E '^(== |CPU [0-9]+[: ]|no answer)' "$results/cpus.txt" | sed 's/^/  | /'; }
+
 boot_l1
 if [ -f "$results/stuck" ] && [ ! -f "$results/rc" ]; then
 	say "QEMU ran a guest for $((2 * ${L1_STUCK_POLL:-30}))s with L1's own timer interrupt pending, and L1 with it: TCG got stuck in the guest (docs/measurements.md); where:"
@@ -147,7 +151,7 @@ if [ -f "$results/rc" ]; then
 elif [ -f "$results/stuck" ]; then
 	say "QEMU got stuck in a guest again, with L1's own timer interrupt pending; where:"
 	sed 's/^/  | /' "$results/stuck"
-	grep -E '^(CPU [0-9]+[: ]|no answer)' "$results/cpus.txt" | sed 's/^/  | /'
+	show_cpus
 	rc=126
 elif [ $qemu_rc -eq 124 ] || [ $qemu_rc -eq 137 ]; then
 	say "L1 timed out after ${timeout}s; last console lines:"
@@ -158,7 +162,7 @@ elif [ $qemu_rc -eq 124 ] || [ $qemu_rc -eq 137 ]; then
 	fi
 	if [ -s "$results/cpus.txt" ]; then
 		say "where L1's CPUs were 20s before (registers, code and stacks in $results/cpus.txt):"
-		grep -E '^(== |CPU [0-9]+[: ]|no answer)' "$results/cpus.txt" | sed 's/^/  | /'
+		show_cpus
 	fi
 	rc=124
 else

@@ -47,7 +47,8 @@ numbers() {
 }
 
 list=$(mktemp)
-trap 'rm -f "$list"' EXIT
+one=$(mktemp)
+trap 'rm -f "$list" "$one"' EXIT
 "$PERF" test list >"$list" 2>&1 || { cat "$list"; exit 1; }
 # The top-level descriptions that run in L1, and those not run at all.
 in_l1=$(awk -F'\t' '$1 ~ /^l1\/perf\// { sub(/^l1\/perf\//, "", $1); sub(/ :: .*/, "", $1); print $1 }' "$expected" | sort -u)
@@ -84,14 +85,12 @@ if [ "$prefix" = perf ] && [ -n "$elsewhere" ]; then
 fi
 # Those whose outcome depends on having the machine to themselves.
 if [ "$prefix" = perf ] && [ -n "${alone:-}" ]; then
-	one=$(mktemp)
 	for n in $(numbers "$list" <<<"$alone" | tr , ' '); do
 		echo "$PERF test ${extra[*]} $n (alone)"
 		"$PERF" test "${extra[@]}" "$n" >"$one" 2>&1 || rc=$?
 		cat "$one" >>"$log"
 		results+=$'\n'$(python3 "$TOP/scripts/results.py" perftest "$prefix" <"$one")
 	done
-	rm -f "$one"
 fi
 [ -n "$results" ] || { cat "$log"; echo "perf test ${args[*]} reported no test"; exit 1; }
 echo "$results" >>"$STAGE_RESULTS"
