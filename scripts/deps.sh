@@ -3,6 +3,7 @@
 # Idempotent: packages already present are skipped quickly.  Run as root
 # (CI and the developer machines are root); otherwise sudo is used.
 # The one place packages are installed: the bench and the demo only check.
+# Then L1's QEMU, unpacked under build/ (scripts/qemu.sh).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -26,8 +27,8 @@ packages=(
 	gcc-aarch64-linux-gnu
 	# the benchmark report
 	python3-matplotlib
-	# the bench: L1 under TCG, host root over 9p; make bench-memslots
-	# times QEMU's memslot ioctls with strace
+	# the guests' QEMU inside L1 (L1's own is scripts/qemu.sh's), host
+	# root over 9p; make bench-memslots times its memslot ioctls with strace
 	qemu-system-x86 busybox-static strace
 	# make demo: the flame graph's picture in headless Chromium; gdb for
 	# the backtrace of a guest perf that crashed (demo/in-l1.sh)
@@ -52,13 +53,14 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
 	say "all ${#packages[@]} packages present"
-	exit 0
+else
+	export DEBIAN_FRONTEND=noninteractive
+	say "installing: ${missing[*]}"
+	as_root apt-get update -q >/dev/null
+	# The pinned kernel source is installed by scripts/source.sh, which checks
+	# that the pinned version is still served; here any version will do.
+	as_root apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+	say "installed ${#missing[@]} packages"
 fi
-
-export DEBIAN_FRONTEND=noninteractive
-say "installing: ${missing[*]}"
-as_root apt-get update -q >/dev/null
-# The pinned kernel source is installed by scripts/source.sh, which checks
-# that the pinned version is still served; here any version will do.
-as_root apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
-say "installed ${#missing[@]} packages"
+# L1's QEMU: the pinned version, unpacked under build/, not installed.
+bash "$TOP/scripts/qemu.sh"

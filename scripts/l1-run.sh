@@ -4,7 +4,8 @@
 #   scripts/l1-run.sh [-t SECONDS] [-n NAME] COMMAND [ARG...]
 #
 # L1 is our kernel ($BZIMAGE) under QEMU TCG (-cpu max emulates AMD SVM
-# with nested paging, so L1 has a working /dev/kvm).  Its root is this
+# with nested paging, so L1 has a working /dev/kvm): $L1_QEMU, the QEMU
+# scripts/qemu.sh unpacks (config/base.conf pins it).  Its root is this
 # machine's root, read-only over 9p, so the command, our builds, qemu and perf
 # are all at the same paths inside.  The command runs in the current directory
 # with $L1_RESULTS pointing at a writable directory, which is
@@ -17,8 +18,9 @@
 # An L1 that runs out of time says where it was: a minute before, what the
 # command's tasks wait on (hang.txt, written in L1); 20 s before, where
 # each L1 CPU is, three times (cpus.txt, from QEMU's monitor: L1's kernel,
-# its user space or a guest).  QEMU 7.2's TCG can get stuck running a guest
-# with L1's own timer interrupt pending, and L1 with it: seen for 60 s
+# its user space or a guest).  QEMU 7.2's TCG could get stuck running a
+# guest with L1's own timer interrupt pending, and L1 with it (L1 now runs
+# on a later QEMU; the watch stays, for any QEMU): seen for 60 s
 # (stuck_watch), L1 is stopped and booted once more, saying so, the first
 # boot's logs in stuck-1/; stuck again, the status is 126.
 #
@@ -30,7 +32,7 @@ set -euo pipefail
 run_options 1200 "$@"
 kernel=${L1_KERNEL:-$BZIMAGE}
 [ -f "$kernel" ] || die "no kernel at $kernel: run 'make build' first"
-command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run 'make deps'"
+[ -x "$L1_QEMU" ] || die "no QEMU for L1 at $L1_QEMU: run 'make deps' (scripts/qemu.sh)"
 
 results=$OUT/l1/$name
 rm -rf "$results"
@@ -92,8 +94,8 @@ boot_l1() {
 	say "booting L1 for '${command[*]}' (log: $results/console.log)"
 	start=$(date +%s)
 	qemu_rc=0
-	timeout --foreground -k 10 "$timeout" qemu-system-x86_64 \
-		-accel tcg,thread=single -cpu max -smp "${L1_SMP:-2}" -m 6G \
+	timeout --foreground -k 10 "$timeout" "$L1_QEMU" -L "$L1_QEMU_DATA/qemu" -L "$L1_QEMU_DATA/seabios" \
+		-accel tcg,thread=single -cpu max -smp "${L1_SMP:-2}" -m 6G -nodefaults \
 		-display none -monitor unix:"$monitor",server=on,wait=off -nic none -no-reboot \
 		-kernel "$kernel" \
 		-append "console=ttyS0 loglevel=7 log_buf_len=8M panic=-1 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$TOP/scripts/l1-init.sh rcupdate.rcu_cpu_stall_timeout=60 $tsc_append $deadline ${L1_APPEND:-}" \

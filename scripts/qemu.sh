@@ -1,0 +1,58 @@
+#!/bin/bash
+# Fetch the QEMU that runs L1: Debian's own qemu-system-x86 of the version
+# config/base.conf pins ($L1_QEMU_VERSION, from $L1_QEMU_SUITE), unpacked
+# under $BUILD/qemu, never installed.  Prints the version it used; falls
+# back to the newest of the same major version the suite serves, loudly,
+# when the pinned one is gone.
+#
+# Why not the machine's QEMU (7.2): its TCG emulation of nested SVM loses
+# L1's own interrupts and guest registers while L1 runs two KVM guests
+# (docs/measurements.md).  Only the emulator of L1 changes: the guests
+# inside L1 run under the machine's QEMU with KVM, as a user's do.
+#
+# The packages are downloaded with apt state of their own (lib.sh's
+# apt_suite, from the Debian mirror the machine's apt sources name) and
+# unpacked with dpkg-deb; the machine's apt configuration, packages and
+# libraries are left alone.  The suite's qemu-system-x86 is built for this
+# release and needs only its libraries; one that needs a library the
+# machine lacks is refused by name.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+dir=$QEMUDIR
+root=$dir/root
+packages=(qemu-system-x86 qemu-system-common qemu-system-data)
+
+qemu=$root/usr/bin/qemu-system-x86_64
+if [ -x "$qemu" ] && [ "$(cat "$dir/version" 2>/dev/null)" = "$L1_QEMU_VERSION" ]; then
+	say "L1's QEMU: $L1_QEMU_VERSION in $root"
+	exit 0
+fi
+
+apt_suite_init "$dir/apt" "$L1_QEMU_SUITE"
+version=$L1_QEMU_VERSION
+if ! apt_suite_versions "$dir/apt" qemu-system-x86 | grep -qxF "$version"; then
+	major=${L1_QEMU_VERSION#*:}
+	major=${major%%.*}
+	version=$(apt_suite_versions "$dir/apt" qemu-system-x86 | grep -E "^([0-9]+:)?$major\." | head -n1)
+	[ -n "$version" ] || die "$L1_QEMU_SUITE serves no qemu-system-x86 $major.x"
+	say "WARNING: pinned qemu-system-x86 $L1_QEMU_VERSION is no longer served; using $version"
+	say "WARNING: update config/base.conf once make check passes with it"
+fi
+# QEMU's BIOS: the suite's seabios, which its QEMU is built against.
+seabios=$(apt_suite_versions "$dir/apt" seabios | head -n1)
+[ -n "$seabios" ] || die "$L1_QEMU_SUITE serves no seabios"
+
+rm -rf "$dir/deb" "$root" "$dir/version"
+mkdir -p "$dir/deb" "$root"
+say "downloading qemu-system-x86 $version and seabios $seabios from $L1_QEMU_SUITE (about 14 MB)"
+(cd "$dir/deb" && apt_suite "$dir/apt" download "${packages[@]/%/=$version}" "seabios=$seabios" >/dev/null) ||
+	die "could not download qemu-system-x86 $version from $L1_QEMU_SUITE"
+for deb in "$dir"/deb/*.deb; do
+	dpkg-deb -x "$deb" "$root"
+done
+missing=$(ldd "$qemu" | awk '/not found/ { print $1 }')
+[ -z "$missing" ] || die "qemu-system-x86 $version needs libraries this machine lacks: $missing"
+# (A fallback version is fetched again each time, until base.conf pins it.)
+echo "$version" >"$dir/version"
+say "L1's QEMU: $("$qemu" --version | head -n1)"
