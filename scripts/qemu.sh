@@ -23,7 +23,7 @@ dir=$QEMUDIR
 root=$dir/root
 packages=(qemu-system-x86 qemu-system-common qemu-system-data)
 
-qemu=$root/usr/bin/qemu-system-x86_64
+qemu=$root/usr/bin/qemu-system-x86_64	# lib.sh's $L1_QEMU unless overridden
 if [ -x "$qemu" ] && [ "$(cat "$dir/version" 2>/dev/null)" = "$L1_QEMU_VERSION" ]; then
 	say "L1's QEMU: $L1_QEMU_VERSION in $root"
 	exit 0
