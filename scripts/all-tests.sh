@@ -45,6 +45,8 @@ mkdir -p "$RESULTS"
 : >"$RESULTS/results.txt"
 export STAGE_TIMES=$RESULTS/stages.txt
 : >"$STAGE_TIMES"
+export L1_RETRIES=$RESULTS/retries.txt
+: >"$L1_RETRIES"
 t0=$(date +%s)
 deadline=$((t0 + ${CHECK_SECONDS:-4800}))
 SUMMARY_SECONDS=60
@@ -60,10 +62,12 @@ stage_table() {
 # The verdict of the whole run: every result against tests/expected.
 summary() {
 	stage_table
+	# Each L1 booted a second time (scripts/l1-run.sh): a result of its own.
+	cat "$L1_RETRIES" >>"$RESULTS/results.txt"
 	# One checkpatch result per patch of the series, besides the list.
 	series_patches | sed 's|^|checkpatch/|' >"$RESULTS/expected-checkpatch"
-	python3 "$TOP/scripts/results.py" check "$RESULTS/results.txt" "$TOP/tests/expected" \
-		"$RESULTS/expected-checkpatch"
+	python3 "$TOP/scripts/results.py" check --caps "$HOST_CAPS" "$RESULTS/results.txt" \
+		"$TOP/tests/expected" "$RESULTS/expected-checkpatch"
 }
 
 # A stage everything after it depends on: on failure, count it and stop.
@@ -254,6 +258,13 @@ orc_base_kernel() (
 		grep -q 'ORC entries, format version 4,' "$RESULTS/orc-base-kernel.out"
 )
 
+host_caps() {
+	python3 "$TOP/scripts/host-caps.py" --perf "perf=$PERF" >"$HOST_CAPS.new" || return 1
+	harness_conditions >>"$HOST_CAPS.new"
+	mv "$HOST_CAPS.new" "$HOST_CAPS" &&
+		awk -F'\t' '!/^perf:/ { printf "  %-24s %-4s %s\n", $1, $2, $3 }' "$HOST_CAPS"
+}
+
 # perf's other builds (lib.sh's PERF_VARIANTS, build-perf.sh VARIANT): their
 # guest tests pass, the ones their libraries allow; libunwind's DWARF
 # unwinder unwinds guest user stacks, and only with the guest's own files.
@@ -262,6 +273,8 @@ perf_variant() (
 	v=$1 out=$RESULTS/perf-$v.out
 	export PERF=$BUILD/perf-$v/perf PERF_TEST_ARGS="-v --dso $STOCK_KERNEL/vmlinuz"
 	[ -x "$PERF" ] || die "no $PERF: build-perf.sh $v builds it"
+	# What this build was built without: its skips' conditions.
+	python3 "$TOP/scripts/host-caps.py" --only-perf --perf "perf-$v=$PERF" >>"$HOST_CAPS" || return 1
 	# libunwind's DWARF unwinding of the host too (perf-fixes 8-11); the
 	# build without libelf has no DWARF unwinding, nor that test.
 	local -a more=()
@@ -374,6 +387,9 @@ must tree bash "$TOP/scripts/tree.sh"
 must build-kernel bash "$TOP/scripts/build-kernel.sh"
 must build-perf bash "$TOP/scripts/build-perf.sh"
 must build-selftests bash "$TOP/scripts/build-selftests.sh"
+# What this host and our perf can do, once: the conditions under which
+# tests/expected lets a test skip (or leaves it out), shown here.
+must host-caps host_caps
 # perf's own tests on this host, but those that need the series' kernel,
 # which run in L1; with the machine to itself (some measure what a second
 # of sampling writes).

@@ -22,7 +22,9 @@
 # guest with L1's own timer interrupt pending, and L1 with it (L1 now runs
 # on a later QEMU; the watch stays, for any QEMU): seen for 60 s
 # (stuck_watch), L1 is stopped and booted once more, saying so, the first
-# boot's logs in stuck-1/; stuck again, the status is 126.
+# boot's logs in stuck-1/; stuck again, the status is 126.  The second
+# boot is a result: "RETRY l1/NAME # why" goes to $L1_RETRIES when set
+# (make check counts them: more than one a run fails it).
 #
 # Afterwards the L1 kernel log (console.log there) is checked: any WARNING,
 # BUG, Oops, lockdep, RCU or KASAN report fails the run, with the report shown.
@@ -137,6 +139,7 @@ if [ -f "$results/stuck" ] && [ ! -f "$results/rc" ]; then
 	say "QEMU ran a guest for $((2 * ${L1_STUCK_POLL:-30}))s with L1's own timer interrupt pending, and L1 with it: TCG got stuck in the guest (docs/measurements.md); where:"
 	sed 's/^/  | /' "$results/stuck"
 	say "booting L1 once more (the first boot's logs: $results/stuck-1/)"
+	[ -z "${L1_RETRIES:-}" ] || echo "RETRY l1/$name # QEMU ran a guest with L1's timer pending for $((2 * ${L1_STUCK_POLL:-30}))s: booted again ($results/stuck-1/)" >>"$L1_RETRIES"
 	mkdir -p "$results.stuck-1"
 	mv "$results"/* "$results.stuck-1/"
 	mv "$results.stuck-1" "$results/stuck-1"

@@ -7,6 +7,9 @@ TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
 TREE=${TREE:-$BUILD/linux}		# the materialised work tree
 OUT=${OUT:-$BUILD/out}			# results: $OUT/check, $OUT/l1/NAME
+# What this host and perf's builds can do (scripts/host-caps.py), probed
+# once per make check: the conditions of tests/expected's skips
+HOST_CAPS=${HOST_CAPS:-$OUT/check/host-caps.txt}
 KBUILD=${KBUILD:-$BUILD/kbuild}		# the kernel's O= directory
 BZIMAGE=${BZIMAGE:-$BUILD/bzImage}	# the test kernel, L1's and the demo guest's
 PERFBUILD=${PERFBUILD:-$BUILD/perf}	# perf's O= directory
@@ -121,6 +124,21 @@ perf_make() {
 	make -s -C "$tree/tools/perf" O="$obj" -j"$(nproc)" CC="ccache gcc" \
 		NO_LIBPERL=1 NO_LIBBABELTRACE=1 NO_LIBUNWIND=1 NO_SDT=1 NO_JVMTI=1 \
 		NO_LIBPFM4=1 NO_LIBLLVM=1 NO_RUST=1 BUILD_BPF_SKEL=0 PYTHON=/usr/bin/python3 "$@"
+}
+
+# The conditions of tests/expected that are the harness's own facts, not
+# the host's (scripts/host-caps.py probes those), in its form.
+harness_conditions() {
+	# perf/host runs perf test without --dso (its Symbols test then reads
+	# perf itself); perf/orc-* run the ORC image tests with kernels.
+	printf 'perf-test-without-dso\tyes\t%s\n' \
+		"perf/host runs perf test without --dso; perf/orc-stock-kernel and perf/orc-base-kernel with Debian's kernels"
+	# perf version --build-options does not say SDT: perf_make does.
+	if declare -f perf_make | grep -q 'NO_SDT=1'; then
+		printf 'perf:without-sdt\tyes\tlib.sh perf_make: NO_SDT=1\n'
+	else
+		printf 'perf:without-sdt\tno\tlib.sh perf_make: no NO_SDT=1\n'
+	fi
 }
 
 # The other ways perf is built, at the last perf patch (make check), where

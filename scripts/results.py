@@ -2,7 +2,8 @@
 """The results of 'make check': one owner of how they are read and judged.
 
 A result is a line "VERDICT NAME" (VERDICT: PASS, FAIL or SKIP; for a
-SKIP, " # REASON" may follow).  Every test of the harness writes such lines,
+SKIP, " # REASON" may follow), or "RETRY NAME # WHY": a stage that ran
+again, for WHY (scripts/l1-run.sh's second boot of a stuck L1).  Every test of the harness writes such lines,
 directly or through the two parsers here:
 
   results.py ktap PREFIX <OUTPUT     a kselftest's KTAP output ("ok 3 name:
@@ -14,23 +15,28 @@ directly or through the two parsers here:
                                      (a sub-test PREFIX/PARENT :: DESCRIPTION)
 
 and the whole run is judged against tests/expected, the list of every
-result make check must record, each expected to pass unless it says why
-it may skip:
+result make check must record, each expected to pass unless it names the
+condition of this host under which it skips (scripts/host-caps.py probes
+them once per run):
 
-  results.py check RESULTS EXPECTED [EXTRA]
-        prints a line per problem and "N passed, N failed, N skipped";
-        exits 1 on any FAIL, any SKIP the list does not allow, any listed
-        result missing, any listed skip that passed (a stale entry), any
-        result the list does not name, a result recorded twice, or no
-        results at all.  EXTRA: more
-        expected names (make check's checkpatch results, one per patch).
+  results.py check [--caps CAPS] RESULTS EXPECTED [EXTRA]
+        prints the conditions the list relied on, a line per problem and
+        "N passed, N failed, N skipped, N retried"; exits 1 on any FAIL,
+        any SKIP the list does not allow here (a skip whose condition does
+        not hold on this host included), any listed result missing, a
+        skip whose condition holds that passed (the entry or the probe is
+        wrong), any result the list does not name, a result recorded
+        twice, more than MAX_RETRIES retries, or no results at all.  CAPS:
+        host-caps.py's answers; EXTRA: more expected names (make check's
+        checkpatch results, one per patch).
   results.py accept RESULTS EXPECTED
         rewrites EXPECTED from a run's RESULTS, keeping the reasons of the
         skips it still allows and its comments; a new skip gets the reason
         the test gave, to be read and edited before committing.
-  results.py notrun EXPECTED PREFIX
-        the descriptions of PREFIX's tests that the list marks "not run"
-        (perf test --skip takes their numbers).
+  results.py notrun [--caps CAPS] EXPECTED PREFIX
+        the descriptions of PREFIX's tests that the list marks "not run",
+        unconditionally or under a condition that holds here (perf test
+        --skip takes their numbers).
   results.py alone EXPECTED PREFIX
         the descriptions of PREFIX's tests that the list marks "alone":
         they must pass, and run by themselves after the others.
@@ -39,7 +45,10 @@ it may skip:
 import re
 import sys
 
-VERDICTS = ("PASS", "FAIL", "SKIP")
+VERDICTS = ("PASS", "FAIL", "SKIP", "RETRY")
+# A run may boot a stuck L1 once more; past that the emulator, not chance,
+# is the problem.
+MAX_RETRIES = 1
 # A kselftest's way of saying that a sub-test was not selected (-t NAME):
 # not a result at all.
 NOT_SELECTED = "left out by -t"
@@ -60,11 +69,17 @@ def read_results(path):
         return [r for r in map(parse_result, f) if r]
 
 
-def read_expected(path):
-    """{name: (kind, reason)}: kind 'pass', 'alone', 'skip' or 'notrun'.
+KINDS = {"alone": "alone", "skip": "skip", "not run": "notrun"}
+NOTE = re.compile(r"^(alone|skip|not run)(?: if ([a-z0-9:+_.-]+(?: or [a-z0-9:+_.-]+)*))?: (.+)$")
 
-    A line is NAME, or NAME<TAB>alone: REASON, or NAME<TAB>skip: REASON,
-    or NAME<TAB>not run: REASON.
+
+def read_expected(path):
+    """{name: (kind, conditions, reason)}: kind 'pass', 'alone', 'skip' or
+    'notrun'; conditions a tuple of names, any of which holding is enough.
+
+    A line is NAME, or NAME<TAB>alone: REASON, or NAME<TAB>skip if
+    CONDITION[ or CONDITION...]: REASON, or NAME<TAB>not run[ if
+    CONDITION...]: REASON.  A skip always has a condition.
     """
     expected = {}
     with open(path, encoding="utf-8") as f:
@@ -74,20 +89,48 @@ def read_expected(path):
                 continue
             name, _, note = line.partition("\t")
             note = note.strip()
-            kind, reason = "pass", ""
+            kind, conds, reason = "pass", (), ""
             if note:
-                kind, _, reason = note.partition(":")
-                kind = {"alone": "alone", "skip": "skip",
-                        "not run": "notrun"}.get(kind.strip())
-                reason = reason.strip()
-                if not kind or not reason:
+                m = NOTE.match(note)
+                if (not m or (m.group(1) == "skip" and not m.group(2)) or
+                        (m.group(1) == "alone" and m.group(2))):
                     sys.exit(f"{path}:{number}: want NAME<TAB>alone: REASON, "
-                             f"NAME<TAB>skip: REASON or NAME<TAB>not run: "
-                             f"REASON, not {line!r}")
+                             f"NAME<TAB>skip if CONDITION: REASON or "
+                             f"NAME<TAB>not run[ if CONDITION]: REASON, not {line!r}")
+                kind, reason = KINDS[m.group(1)], m.group(3).strip()
+                conds = tuple(m.group(2).split(" or ")) if m.group(2) else ()
             if name.strip() in expected:
                 sys.exit(f"{path}:{number}: {name.strip()} is listed twice")
-            expected[name.strip()] = (kind, reason)
+            expected[name.strip()] = (kind, conds, reason)
     return expected
+
+
+def read_caps(path):
+    """{condition: (holds, evidence)} from scripts/host-caps.py's answers."""
+    caps = {}
+    if not path:
+        return caps
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            key, _, rest = line.rstrip("\n").partition("\t")
+            answer, _, evidence = rest.partition("\t")
+            if answer in ("yes", "no"):
+                caps[key] = (answer == "yes", evidence)
+    return caps
+
+
+def holds(conds, caps, used):
+    """Whether any of CONDS holds here (True when CONDS is empty); None
+    when one of them was not probed.  Those looked up go into USED."""
+    if not conds:
+        return True
+    answer = False
+    for cond in conds:
+        if cond not in caps:
+            return None
+        used.add(cond)
+        answer = answer or caps[cond][0]
+    return answer
 
 
 def unique(name, seen):
@@ -166,56 +209,93 @@ def perftest(prefix, lines):
     return out
 
 
-def check(results_path, expected_path, extra_path=None):
+def check(results_path, expected_path, extra_path=None, caps_path=None):
     results = read_results(results_path)
     expected = read_expected(expected_path)
+    caps = read_caps(caps_path)
     if extra_path:
         with open(extra_path, encoding="utf-8") as f:
             for name in f:
                 if name.strip():
-                    expected.setdefault(name.strip(), ("pass", ""))
-    problems, seen = [], set()
-    passed = failed = skipped = 0
+                    expected.setdefault(name.strip(), ("pass", (), ""))
+    problems, seen, used = [], set(), set()
+    passed = failed = skipped = retried = 0
     for verdict, name, reason in results:
+        if verdict == "RETRY":
+            retried += 1
+            problems.append(f"retried: {name} ({reason or 'no reason given'})")
+            continue
         if name in seen:
             failed += 1
             problems.append(f"recorded twice: {name}")
         seen.add(name)
-        kind, _ = expected.get(name, (None, ""))
-        if verdict == "FAIL":
+        kind, conds, _ = expected.get(name, (None, (), ""))
+        allowed = holds(conds, caps, used) if kind in ("skip", "notrun") else False
+        if allowed is None:
+            failed += 1
+            problems.append(f"{name}: its condition ({' or '.join(conds)}) was not "
+                            f"probed ({caps_path or 'no --caps'})")
+        elif verdict == "FAIL":
             failed += 1
             problems.append(f"failed: {name}")
         elif verdict == "SKIP":
-            if kind in ("skip", "notrun"):
+            if allowed:
                 skipped += 1
             else:
                 failed += 1
-                problems.append(f"skipped, and {expected_path} does not allow it: "
-                                f"{name} ({reason or 'no reason given'})")
-        elif kind in ("skip", "notrun"):
+                why = (f"its condition ({' or '.join(conds)}) does not hold here"
+                       if conds else f"{expected_path} does not allow it")
+                problems.append(f"skipped, and {why}: {name} ({reason or 'no reason given'})")
+        elif allowed and conds:
             failed += 1
-            problems.append(f"passed, but {expected_path} says it skips (a stale "
+            problems.append(f"passed, but its condition ({' or '.join(conds)}) holds "
+                            f"here, where it should skip: the entry or the probe "
+                            f"(scripts/host-caps.py) is wrong: {name}")
+        elif kind in ("skip", "notrun") and not conds:
+            failed += 1
+            problems.append(f"passed, but {expected_path} says it is not run (a stale "
                             f"entry: drop it): {name}")
         elif kind is None:
             failed += 1
             problems.append(f"passed, but {expected_path} does not name it (add it): {name}")
         else:
             passed += 1
-    missing = [name for name in expected if name not in seen]
+    # A test with sub-tests that the list leaves out by a condition (perf
+    # test --skip) reports itself, not its sub-tests; run, it reports only
+    # its sub-tests.
+    parents = {name.split(SUB)[0] for name in expected if SUB in name}
+    missing = [name for name in expected if name not in seen and
+               not (name in parents and any(s.startswith(name + SUB) for s in seen)) and
+               not (SUB in name and name.split(SUB)[0] in seen)]
     for name in missing:
         problems.append(f"missing: {name} (listed in {expected_path}, no result)")
     failed += len(missing)
     if not results:
         failed += 1
         problems.append(f"no results at all in {results_path}")
+    if retried > MAX_RETRIES:
+        failed += 1
+        problems.append(f"{retried} retries in one run: more than {MAX_RETRIES}")
+    for cond in sorted(used):
+        print(f"condition {cond}: {'yes' if caps[cond][0] else 'no'} ({caps[cond][1]})")
     for p in problems:
         print(p)
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    print(f"{passed} passed, {failed} failed, {skipped} skipped, {retried} retried")
     return 1 if failed else 0
 
 
+def entry(name, kind, conds, why):
+    """A line of tests/expected."""
+    if kind == "pass":
+        return f"{name}\n"
+    word = {"alone": "alone", "skip": "skip", "notrun": "not run"}[kind]
+    cond = f" if {' or '.join(conds)}" if conds else ""
+    return f"{name}\t{word}{cond}: {why}\n"
+
+
 def accept(results_path, expected_path):
-    """Rewrite the list from a run, keeping comments and skip reasons."""
+    """Rewrite the list from a run, keeping comments, conditions and
+    reasons; a new skip gets the condition CONDITION? to be filled in."""
     old = read_expected(expected_path)
     with open(expected_path, encoding="utf-8") as f:
         header = []
@@ -225,45 +305,53 @@ def accept(results_path, expected_path):
             header.append(line)
     body = []
     for verdict, name, reason in read_results(results_path):
-        if name.startswith("checkpatch/"):
+        if name.startswith("checkpatch/") or verdict == "RETRY":
             continue
-        kind, why = old.get(name, ("pass", ""))
-        if verdict == "SKIP":
-            if kind in ("pass", "alone"):
-                kind, why = "skip", reason or "REASON?"
-            body.append(f"{name}\t{'not run' if kind == 'notrun' else 'skip'}: {why}\n")
-        elif kind == "alone":
-            body.append(f"{name}\talone: {why}\n")
-        else:
-            body.append(f"{name}\n")
+        kind, conds, why = old.get(name, ("pass", (), ""))
+        if verdict == "SKIP" and kind in ("pass", "alone"):
+            kind, conds, why = "skip", ("CONDITION?",), reason or "REASON?"
+        body.append(entry(name, kind, conds, why))
     with open(expected_path, "w", encoding="utf-8") as f:
         f.writelines(header + body)
     return 0
 
 
-def descriptions(expected_path, prefix, which):
-    """The top-level descriptions of PREFIX's tests of kind WHICH."""
-    for name, (kind, _) in read_expected(expected_path).items():
-        if kind == which and name.startswith(prefix + "/"):
+def descriptions(expected_path, prefix, which, caps_path=None):
+    """The top-level descriptions of PREFIX's tests of kind WHICH, those
+    with conditions only where one holds here."""
+    caps = read_caps(caps_path)
+    for name, (kind, conds, _) in read_expected(expected_path).items():
+        if kind != which or not name.startswith(prefix + "/"):
+            continue
+        answer = holds(conds, caps, set())
+        if answer is None:
+            sys.exit(f"{name}: its condition ({' or '.join(conds)}) was not probed "
+                     f"({caps_path or 'no --caps'})")
+        if answer:
             print(name[len(prefix) + 1:].split(SUB)[0])
     return 0
 
 
 def main(argv):
     usage = __doc__.split("\n\n")[1]
-    if len(argv) < 2:
+    args = argv[1:]
+    caps = None
+    if len(args) > 2 and args[1] == "--caps":
+        caps = args[2]
+        del args[1:3]
+    if not args:
         sys.exit(usage)
-    cmd, args = argv[1], argv[2:]
+    cmd, args = args[0], args[1:]
     if cmd in ("ktap", "perftest") and len(args) == 1:
         for line in (ktap if cmd == "ktap" else perftest)(args[0], sys.stdin):
             print(line)
         return 0
     if cmd == "check" and len(args) in (2, 3):
-        return check(*args)
+        return check(*args, caps_path=caps)
     if cmd == "accept" and len(args) == 2:
         return accept(*args)
     if cmd in ("notrun", "alone") and len(args) == 2:
-        return descriptions(*args, cmd)
+        return descriptions(*args, cmd, caps_path=caps)
     sys.exit(usage)
 
 

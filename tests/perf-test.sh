@@ -65,7 +65,10 @@ l1/perf)
 	;;
 perf)
 	alone=$(python3 "$TOP/scripts/results.py" alone "$expected" perf)
-	skip=$( { python3 "$TOP/scripts/results.py" notrun "$expected" perf; echo "$in_l1"
+	[ -s "$HOST_CAPS" ] || die "no $HOST_CAPS: make check probes it (scripts/host-caps.py)"
+	notrun=$(python3 "$TOP/scripts/results.py" notrun --caps "$HOST_CAPS" "$expected" perf) ||
+		die "results.py notrun: $notrun"
+	skip=$( { echo "$notrun"; echo "$in_l1"
 		echo "$alone"; } | grep -v '^$' | sort -u | numbers "$list")
 	args=(${skip:+--skip "$skip"})
 	;;

@@ -49,19 +49,60 @@ FAIL perf/Guest call chain: guest and host contexts'
 have=$(results perftest perf <"$tmp/perftest")
 [ "$have" = "$want" ] && ok "perf test output read" || bad "perf test output read as: $have"
 
-# A whole run as tests/expected wants it: every listed result, each as
-# listed (a pass, or a skip it allows).
+# Two made-up hosts, judged on the real tests/expected: "bare", where every
+# condition the list names holds (no PMU, no breakpoints, ...), and
+# "full", where none does (a PMU, breakpoints, perf built with
+# everything).  run_as HOST writes the run such a host gives: each listed
+# result passing, or skipping where its condition holds there (a test
+# left out by a condition reports itself once, not its sub-tests).
 expected=$TOP/tests/expected
-awk -F'\t' '!/^#/ && NF { pass = $2 == "" || $2 ~ /^alone:/
-	print (pass ? "PASS " : "SKIP ") $1 (pass ? "" : " # listed") }' "$expected" >"$tmp/good"
+conditions=$(grep -oP '\t(skip|not run) if \K.+?(?=: )' "$expected" | sed 's/ or /\n/g' | sort -u)
+[ -n "$conditions" ] || bad "tests/expected names no condition"
+while read -r c; do printf '%s\tyes\tmade up: lacks it\n' "$c"; done <<<"$conditions" >"$tmp/caps-bare"
+while read -r c; do printf '%s\tno\tmade up: has it\n' "$c"; done <<<"$conditions" >"$tmp/caps-full"
+cat >"$tmp/run_as.py" <<'PY'
+import re, sys
+expected, caps = sys.argv[1], sys.argv[2]
+yes = {l.split("\t")[0] for l in open(caps) if l.split("\t")[1] == "yes"}
+entries = []
+for line in open(expected):
+    if line.startswith("#") or not line.strip():
+        continue
+    name, _, note = line.rstrip("\n").partition("\t")
+    m = re.match(r"(skip|not run)(?: if (.+?))?: ", note)
+    held = bool(m) and (not m.group(2) or any(c in yes for c in m.group(2).split(" or ")))
+    entries.append((name, m.group(1) if m else "", held))
+left_out = {n for n, kind, held in entries if kind == "not run" and held}
+parents = {n.split(" :: ")[0] for n, _, _ in entries if " :: " in n}
+for name, kind, held in entries:
+    if name.split(" :: ")[0] in left_out and " :: " in name:
+        continue
+    if name in parents and name not in left_out:
+        continue
+    if held:
+        print(f"SKIP {name} # {'user override' if kind == 'not run' else 'listed'}")
+    else:
+        print(f"PASS {name}")
+PY
+run_as() { python3 "$tmp/run_as.py" "$expected" "$tmp/caps-$1"; }
+run_as bare >"$tmp/good"
+run_as full >"$tmp/good-full"
 [ -s "$tmp/good" ] || bad "tests/expected lists nothing"
-judge() { results check "$1" "$expected" >"$tmp/out" 2>&1; }
-if judge "$tmp/good" && grep -qE '^[0-9]+ passed, 0 failed, [0-9]+ skipped$' "$tmp/out"; then
-	ok "a run as tests/expected lists passes: $(tail -n 1 "$tmp/out")"
-else
-	bad "a run as tests/expected lists: $(cat "$tmp/out")"
-fi
-
+caps=$tmp/caps-bare
+judge() { results check --caps "$caps" "$1" "$expected" >"$tmp/out" 2>&1; }
+for host in bare full; do
+	caps=$tmp/caps-$host
+	if judge "$tmp/$( [ $host = bare ] && echo good || echo good-full)" &&
+		grep -qE '^[0-9]+ passed, 0 failed, [0-9]+ skipped, 0 retried$' "$tmp/out"; then
+		ok "a made-up $host host's run as tests/expected lists passes: $(tail -n 1 "$tmp/out")"
+	else
+		bad "a made-up $host host's run as tests/expected lists: $(cat "$tmp/out")"
+	fi
+done
+caps=$tmp/caps-bare
+# The full host passes what the bare one skips: fewer skips.
+[ "$(grep -c '^SKIP' "$tmp/good-full")" -lt "$(grep -c '^SKIP' "$tmp/good")" ] ||
+	bad "the made-up host with everything skips as much as the bare one"
 # expect_failure WHAT PATTERN: the run in $tmp/run fails, saying PATTERN.
 expect_failure() {
 	if ! judge "$tmp/run" && grep -qF -- "$2" "$tmp/out"; then
@@ -86,11 +127,53 @@ t=$(pick '^PASS kvm/guest_callchain_test/')
 sed "s|^PASS $t\$|SKIP $t # no NMI source|" "$tmp/good" >"$tmp/run"
 expect_failure "a new skip ($t)" "skipped, and $expected does not allow it: $t (no NMI source)"
 
-t=$(pick '^SKIP ')
-if [ -n "$t" ]; then
-	sed "s|^SKIP $t # listed\$|PASS $t|" "$tmp/good" >"$tmp/run"
-	expect_failure "a listed skip that passes ($t)" "a stale entry: drop it): $t"
+# A skip under a condition: where it holds the test must skip, where it
+# does not it must pass.
+t=$(grep -m 1 -P '^perf/[^\t]*\tskip if no-pmu: ' "$expected" | cut -f1)
+[ -n "$t" ] || bad "tests/expected has no skip if no-pmu"
+sed "s|^SKIP $t # listed\$|PASS $t|" "$tmp/good" >"$tmp/run"
+expect_failure "on the bare host, a test that skips without a PMU passing ($t)" \
+	"passed, but its condition (no-pmu) holds here, where it should skip"
+caps=$tmp/caps-full
+sed "s|^PASS $t\$|SKIP $t # no PMU|" "$tmp/good-full" >"$tmp/run"
+expect_failure "on the full host, the same test skipping" \
+	"skipped, and its condition (no-pmu) does not hold here: $t (no PMU)"
+# Tests left out where breakpoints do not fire: run (and passing) on the
+# full host, each sub-test; on the bare one reported once, left out.
+grep -qxF 'PASS perf/Watchpoint :: Write Only Watchpoint' "$tmp/good-full" &&
+	grep -qxF 'SKIP perf/Watchpoint # user override' "$tmp/good" &&
+	! grep -q '^[A-Z]* perf/Watchpoint :: ' "$tmp/good" &&
+	ok "the watchpoint tests: run on the full host, left out on the bare one" ||
+	bad "the watchpoint tests are not listed as left out where breakpoints do not fire"
+grep -vF 'perf/Watchpoint :: Write Only' "$tmp/good-full" >"$tmp/run"
+expect_failure "on the full host, a watchpoint sub-test missing" "missing: perf/Watchpoint :: Write Only Watchpoint"
+for host in bare full; do
+	results notrun --caps "$tmp/caps-$host" "$expected" perf >"$tmp/notrun-$host"
+done
+grep -qxF Watchpoint "$tmp/notrun-bare" && ! grep -qxF Watchpoint "$tmp/notrun-full" &&
+	ok "results.py notrun leaves Watchpoint out on the bare host only" ||
+	bad "results.py notrun: bare: $(paste -sd, "$tmp/notrun-bare"); full: $(paste -sd, "$tmp/notrun-full")"
+# A condition nobody probed is no answer.
+grep -v '^no-pmu	' "$tmp/caps-full" >"$tmp/caps-unprobed"
+caps=$tmp/caps-unprobed
+cp "$tmp/good-full" "$tmp/run"
+expect_failure "a condition the probe did not answer" "its condition (no-pmu) was not probed"
+caps=$tmp/caps-bare
+# A skip with no condition is not a line of the list.
+{ grep '^#' "$expected"; printf 'perf/x\tskip: some reason\n'; } >"$tmp/uncond"
+if results check --caps "$caps" "$tmp/good" "$tmp/uncond" >"$tmp/out" 2>&1; then
+	bad "a skip without a condition is accepted"
+else
+	grep -q 'skip if CONDITION' "$tmp/out" && ok "a skip without a condition is refused: $(head -n 1 "$tmp/out")" ||
+		bad "a skip without a condition: $(cat "$tmp/out")"
 fi
+# Retries: one a run is counted and shown, a second fails the run.
+{ cat "$tmp/good"; echo "RETRY l1/suite # stuck in a guest with L1's timer pending"; } >"$tmp/run"
+judge "$tmp/run" && grep -q ', 1 retried$' "$tmp/out" && grep -q '^retried: l1/suite (stuck' "$tmp/out" &&
+	ok "one retry: counted and shown, the run passes" || bad "one retry: $(cat "$tmp/out")"
+{ cat "$tmp/run"; echo "RETRY demo/vms # stuck in a guest with L1's timer pending"; } >"$tmp/run2"
+mv "$tmp/run2" "$tmp/run"
+expect_failure "two retries in one run" "2 retries in one run: more than 1"
 
 # A test run alone must pass like any other; perf-test.sh asks for the
 # list of them.
