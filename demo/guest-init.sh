@@ -83,8 +83,11 @@ fi
 ulimit -c unlimited
 echo /tmp/core.%e.%p >/proc/sys/kernel/core_pattern
 # A 4 MiB ring: the guest's perf may wait for the CPU behind the programs.
+# 30 s to read each process's maps, not perf's 500 ms: a nested TCG guest
+# can take longer, and a process whose maps were cut has its samples on no
+# thread (the host checks: demo/maps-cut.py).
 perf record -q -a -e dummy --switch-events --sample-identifier --buildid-all \
-	-k CLOCK_MONOTONIC -m 4M -o /tmp/guest.data 2>/tmp/perf-record.log &
+	--proc-map-timeout 30000 -k CLOCK_MONOTONIC -m 4M -o /tmp/guest.data 2>/tmp/perf-record.log &
 perf=$!
 sleep 1
 /bin/workload "$seconds" >/dev/null &
