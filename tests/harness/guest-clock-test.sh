@@ -123,14 +123,19 @@ record)
 		esac
 		shift
 	done
-	trap 'exit 130' INT
-	# As perf does: both fifos open O_RDWR (no SIGPIPE, no waiting for
-	# the other end), "ack\n" and the string's NUL in one write (bash's
-	# printf writes a NUL on its own: the reader may have gone by then).
-	exec 3<>"$ctl" 4<>"$ack"
-	read -r cmd <&3
-	[ "$cmd" = enable ] && python3 -c 'import os; os.write(4, b"ack\n\0")'
-	while :; do sleep 0.1; done
+	# As perf does: stop at SIGINT with its own handler (a shell's trap
+	# can't catch a SIGINT ignored when it started, as in make check's
+	# background lanes); both fifos open O_RDWR (no SIGPIPE, no waiting
+	# for the other end); "ack\n" and the string's NUL in one write.
+	exec python3 - "$ctl" "$ack" <<'PY'
+import os, signal, sys, time
+signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+ctl, ack = (os.open(path, os.O_RDWR) for path in sys.argv[1:3])
+if os.read(ctl, 64).startswith(b"enable"):
+    os.write(ack, b"ack\n\0")
+while True:
+    time.sleep(0.1)
+PY
 	;;
 script)
 	[ -e "$exits" ] || exit 0
