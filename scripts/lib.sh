@@ -170,14 +170,20 @@ selftests_make() {
 }
 
 # This machine's TSC rate in kHz, as its kernel measured it (empty when
-# it doesn't say): L1 runs on it (scripts/l1-run.sh).
+# it doesn't say): L1 runs on it (scripts/l1-run.sh).  The kernel's log is
+# root's on Debian (kernel.dmesg_restrict): a user who can't read it is
+# told, on stderr, what that costs.
 host_tsc_khz() {
-	local mhz
-	mhz=$({ dmesg 2>/dev/null || true; } |
+	local mhz log denied=
+	log=$(dmesg 2>&1) || { denied=${log##*$'\n'}; log=; }
+	mhz=$(printf '%s\n' "$log" |
 		sed -n -e 's/.*Refined TSC clocksource calibration: \([0-9]*\.[0-9]*\) MHz.*/\1/p' \
 			-e 's/.*tsc: Detected \([0-9]*\.[0-9]*\) MHz processor.*/\1/p' | tail -n 1)
-	if [ -z "$mhz" ] && grep -qw tsc_known_freq /proc/cpuinfo; then
-		mhz=$(sed -n 's/^cpu MHz[[:space:]]*: \([0-9]*\.[0-9]*\)$/\1/p' /proc/cpuinfo | head -n 1)
+	if [ -z "$mhz" ] && grep -qw tsc_known_freq "${CPUINFO:-/proc/cpuinfo}"; then
+		mhz=$(sed -n 's/^cpu MHz[[:space:]]*: \([0-9]*\.[0-9]*\)$/\1/p' "${CPUINFO:-/proc/cpuinfo}" | head -n 1)
+	fi
+	if [ -z "$mhz" ] && [ -n "$denied" ]; then
+		echo "[$(basename "$0" .sh)] warning: can't read the kernel log ($denied), and the CPU does not say its TSC rate: L1 calibrates its TSC itself, which on a busy machine can stall its guests' timers; run as root or set kernel.dmesg_restrict=0" >&2
 	fi
 	[ -n "$mhz" ] || return 0
 	awk -v m="$mhz" 'BEGIN { printf "%d\n", m * 1000 + 0.5 }'
