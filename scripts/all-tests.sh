@@ -235,27 +235,26 @@ l1suite() {
 	return 0
 }
 
-# perf's ORC unwinder on the tables of Debian's stock cloud kernel image,
-# the demo guest's kernel (demo/stock-kernel.sh), with a stack built from
-# them: an offline test, no L1 needed.  (A subshell: die ends the test.)
-orc_stock_kernel() (
-	[ -s "$STOCK_KERNEL/vmlinuz" ] || die "no $STOCK_KERNEL/vmlinuz: demo/deps.sh fetches it"
-	"$PERF" test -vv --dso "$STOCK_KERNEL/vmlinuz" "ORC unwinding: kernel image" 2>&1 |
-		tee "$RESULTS/orc-stock-kernel.out"
-	grep -q 'ORC unwinding: kernel image (perf test --dso IMAGE) *: Ok$' "$RESULTS/orc-stock-kernel.out" &&
-		grep -q 'ORC unwinding: kernel image found by build-id (perf test --dso IMAGE) *: Ok$' "$RESULTS/orc-stock-kernel.out" &&
-		grep -q 'ORC entries, format version 3,' "$RESULTS/orc-stock-kernel.out"
+# perf's ORC unwinder on a kernel image's tables, with a stack built from
+# them: an offline test, no L1 needed.  orc_kernel NAME IMAGE VERSION: the
+# ORC test cases that take an image pass on IMAGE, whose ORC format is
+# VERSION.  (A subshell: die ends the test.)
+orc_kernel() (
+	local name=$1 image=$2 version=$3 out=$RESULTS/orc-$1.out
+	[ -s "$image" ] || die "no $image"
+	"$PERF" test -vv --dso "$image" "ORC unwinding: kernel image" 2>&1 | tee "$out"
+	grep -q 'ORC unwinding: kernel image (perf test --dso IMAGE) *: Ok$' "$out" &&
+		grep -q 'ORC unwinding: kernel image found by build-id (perf test --dso IMAGE) *: Ok$' "$out" &&
+		grep -q "ORC entries, format version $version," "$out"
 )
-
-# The same on Debian's cloud kernel of the base series: the ORC format of
-# 7.3, whose registers were renumbered (version 4).
+# Debian's stock cloud kernel image, the demo guest's (demo/stock-kernel.sh,
+# run by demo/deps.sh): ORC format 3.
+orc_stock_kernel() { orc_kernel stock-kernel "$STOCK_KERNEL/vmlinuz" 3; }
+# Debian's cloud kernel of the base series: the ORC format of 7.3, whose
+# registers were renumbered (version 4).
 orc_base_kernel() (
 	bash "$TOP/scripts/orc-image.sh" || die "could not fetch Debian's $LINUX_SERIES cloud kernel"
-	"$PERF" test -vv --dso "$ORC_IMAGE/vmlinuz" "ORC unwinding: kernel image" 2>&1 |
-		tee "$RESULTS/orc-base-kernel.out"
-	grep -q 'ORC unwinding: kernel image (perf test --dso IMAGE) *: Ok$' "$RESULTS/orc-base-kernel.out" &&
-		grep -q 'ORC unwinding: kernel image found by build-id (perf test --dso IMAGE) *: Ok$' "$RESULTS/orc-base-kernel.out" &&
-		grep -q 'ORC entries, format version 4,' "$RESULTS/orc-base-kernel.out"
+	orc_kernel base-kernel "$ORC_IMAGE/vmlinuz" 4
 )
 
 host_caps() {

@@ -116,13 +116,15 @@ echo "QEMU $qemu after the opt-in: guest wrote $after bytes in 2 s, QMP: $status
 # that too), so the tool's way is the only way in.
 vmfd=${file##*-}
 vmfd=${vmfd%/guest_callchains}
-python3 - "$qemu" "$vmfd" <<'PY' || fail "KVM took KVM_ENABLE_CAP from a process other than QEMU"
+cap_nr=$(sed -n 's/^#define KVM_CAP_GUEST_CALLCHAINS \([0-9]*\)$/\1/p' "$TREE/include/uapi/linux/kvm.h")
+[ -n "$cap_nr" ] || fail "no KVM_CAP_GUEST_CALLCHAINS in $TREE/include/uapi/linux/kvm.h"
+python3 - "$qemu" "$vmfd" "$cap_nr" <<'PY' || fail "KVM took KVM_ENABLE_CAP from a process other than QEMU"
 import ctypes, errno, fcntl, os, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
 pidfd = os.pidfd_open(int(sys.argv[1]))
 copy = libc.syscall(438, pidfd, int(sys.argv[2]), 0)
 assert copy >= 0, os.strerror(ctypes.get_errno())
-cap = struct.pack('=II4Q64x', 252, 0, 1, 0, 0, 0)
+cap = struct.pack('=II4Q64x', int(sys.argv[3]), 0, 1, 0, 0, 0)
 try:
     fcntl.ioctl(copy, (1 << 30) | (len(cap) << 16) | (0xAE << 8) | 0xa3, cap)
 except OSError as e:
