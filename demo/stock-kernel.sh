@@ -1,8 +1,10 @@
 #!/bin/bash
 # Debian's own stock cloud kernel, installed from its package as a user
-# would: linux-image-$STOCK_KERNEL_RELEASE-unsigned (config/base.conf pins
-# it; the newest 6.12 cloud kernel apt knows, loudly, when Debian no longer
-# serves that one), unpacked once into $STOCK_KERNEL (vmlinuz, config,
+# would: linux-image-$STOCK_KERNEL_RELEASE-unsigned from $STOCK_KERNEL_SUITE
+# (config/base.conf pins both; apt state of its own, lib.sh's apt_suite, so
+# that a host of another release fetches it too; the newest 6.12 cloud
+# kernel of the suite, loudly, when Debian no longer serves that one),
+# unpacked once into $STOCK_KERNEL (vmlinuz, config,
 # release).  It unwinds with ORC and has no frame pointers, no 9p and
 # virtio-blk as a module: the demo's guest boots it from an initramfs and
 # hands its symbols over a virtio console port (demo/guest-init.sh).
@@ -14,21 +16,15 @@ if [ -s "$STOCK_KERNEL/vmlinuz" ] && [ "$(cat "$STOCK_KERNEL/release" 2>/dev/nul
 	say "Debian's stock cloud kernel $STOCK_KERNEL_RELEASE at $STOCK_KERNEL"
 	exit 0
 fi
-suites="Debian 12 serves its 6.12 kernels from the bookworm-security and bookworm-updates suites: have both in apt's sources (Debian's standard sources do) and run 'apt-get update'"
-package=
-if [ -n "$(apt-cache policy "$pinned" 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v '(none)')" ]; then
-	package=$pinned
-else
-	package=$(apt-cache search --names-only '^linux-image-6\.12\.[0-9.]+\+deb12-cloud-amd64-unsigned$' |
-		cut -d' ' -f1 | sort -V | tail -n 1)
-	[ -n "$package" ] || die "apt knows no $pinned, nor any linux-image-6.12.*+deb12-cloud-amd64-unsigned. $suites"
-	say "WARNING: apt knows no $pinned (config/base.conf pins it; $suites); using $package"
-fi
+apt_suite_init "$STOCK_KERNEL/apt" "$STOCK_KERNEL_SUITE"
+package=$(apt_suite_cache "$STOCK_KERNEL/apt" search --names-only \
+	'^linux-image-6\.12\.[0-9.]+\+deb12-cloud-amd64-unsigned$' | cut -d' ' -f1 | sort -V |
+	pick_pinned "stock cloud kernel" "$pinned") || die "$STOCK_KERNEL_SUITE serves no 6.12 cloud kernel"
 say "downloading $package (Debian's stock cloud kernel)"
-rm -rf "$STOCK_KERNEL"
+rm -rf "$STOCK_KERNEL/deb" "$STOCK_KERNEL/root"
 mkdir -p "$STOCK_KERNEL/deb"
-(cd "$STOCK_KERNEL/deb" && apt-get download -q "$package" >/dev/null 2>&1) ||
-	die "apt-get download $package failed"
+(cd "$STOCK_KERNEL/deb" && apt_suite "$STOCK_KERNEL/apt" download "$package" >/dev/null 2>&1) ||
+	die "could not download $package from $STOCK_KERNEL_SUITE"
 dpkg-deb -x "$STOCK_KERNEL"/deb/*.deb "$STOCK_KERNEL/root"
 release=${package#linux-image-}
 release=${release%-unsigned}

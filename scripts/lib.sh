@@ -69,22 +69,34 @@ as_root() {
 # make perf from the kernel tree $1 into the O= directory $2, with the
 # features we test (libelf, libdw, libtraceevent, python) and without the
 # ones Debian's build machines lack; further arguments go to make.
-# The Debian archive the machine's apt sources use (deb822 .sources or
-# one-line sources.list), without its security archive.
-debian_mirror() {
+# The Debian archives the machine's apt sources use (deb822 .sources or
+# one-line sources.list), a URI a line.
+debian_archives() {
 	local deb822 oneline
 	deb822=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
 	oneline=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
 	{
 		awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }' <<<"$deb822"
 		awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i !~ /\]$/ && $i !~ /=/) { print $i; break } }' <<<"$oneline"
-	} | grep -v security | grep -E '/debian/?$' | head -n1 || true
+	} | sed 's|/$||'
 }
+# The Debian archive, without its security archive; and the security
+# archive (SUITE-security), the mirror's when the sources name none.
+debian_mirror() { debian_archives | grep -v security | grep -E '/debian$' | head -n1 || true; }
+debian_security_archive() {
+	local uri
+	uri=$(debian_archives | grep -E '/debian-security$' | head -n1 || true)
+	[ -n "$uri" ] || uri=$(debian_mirror | sed 's|/debian$|/debian-security|')
+	echo "$uri"
+}
+# This machine's Debian release's code name (bookworm, trixie), or empty.
+debian_codename() { . /etc/os-release 2>/dev/null && [ "${ID:-}" = debian ] && echo "${VERSION_CODENAME:-}" || true; }
 
 # apt with a sources list, lists and cache of its own under DIR: one suite
 # of the machine's Debian mirror, to download packages from (never to
 # install them), leaving the machine's apt state alone.
 #   apt_suite_init DIR SUITE     write DIR/sources.list and read the suite
+#                                (a *-security suite from the security archive)
 #   apt_suite DIR ARGS...        apt-get ARGS with that state
 #   apt_suite_cache DIR ARGS...  apt-cache ARGS with that state
 #   apt_suite_versions DIR PKG   the versions of PKG the suite serves
@@ -97,7 +109,10 @@ apt_suite() {
 }
 apt_suite_init() {
 	local dir=$1 suite=$2 uri
-	uri=$(debian_mirror)
+	case $suite in
+	*-security) uri=$(debian_security_archive) ;;
+	*) uri=$(debian_mirror) ;;
+	esac
 	[ -n "$uri" ] || die "no Debian mirror in the machine's apt sources (/etc/apt/sources.list*) to read $suite from"
 	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
 	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" >"$dir/sources.list"
@@ -112,6 +127,31 @@ apt_suite_cache() {
 }
 apt_suite_versions() {
 	apt_suite_cache "$1" madison "$2" | awk '{ print $3 }'
+}
+
+# What config/base.conf pins, or the newest that is still served:
+#   pick_pinned WHAT PINNED [PREFIX] <CANDIDATES
+# prints the line of CANDIDATES (oldest first) that is PINNED (after
+# PREFIX, a grep -E pattern), else the last one, with a warning on stderr
+# that no reader misses (the results may then differ from the
+# repository's); fails when there is none.  Every "pinned, else the
+# newest" of the harness goes through here.
+pick_pinned() {
+	local what=$1 pinned=$2 prefix=${3:-} all got
+	all=$(grep -v '^$' || true)
+	[ -n "$all" ] || { echo "[$(basename "$0" .sh)] error: no $what is served at all" >&2; return 1; }
+	got=$(grep -xE -- "$prefix$(sed 's/[][\.*^$+?(){}|]/\\&/g' <<<"$pinned")" <<<"$all" | tail -n 1 || true)
+	if [ -z "$got" ]; then
+		got=$(tail -n 1 <<<"$all")
+		{
+			echo "[$(basename "$0" .sh)] ======================================================================"
+			echo "[$(basename "$0" .sh)] WARNING: the $what config/base.conf pins ($pinned) is no longer served;"
+			echo "[$(basename "$0" .sh)] WARNING: using the newest, $got: results may differ from the repository's."
+			echo "[$(basename "$0" .sh)] WARNING: update config/base.conf once make check passes with it."
+			echo "[$(basename "$0" .sh)] ======================================================================"
+		} >&2
+	fi
+	echo "$got"
 }
 
 perf_make() {

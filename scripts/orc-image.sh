@@ -19,17 +19,12 @@ apt_suite_init "$SRC" "$LINUX_DEB_SUITE"
 mapfile -t packages < <(apt_suite_cache "$SRC" search --names-only \
 	"^linux-binary-${LINUX_SERIES//./\\.}\\.[0-9.]+\\+deb[0-9]+-cloud-amd64\$" | cut -d' ' -f1 | sort -V)
 [ ${#packages[@]} -gt 0 ] || die "$LINUX_DEB_SUITE serves no linux-binary-$LINUX_SERIES.*-cloud-amd64"
-package= version=
-for p in "${packages[@]}"; do
-	if apt_suite_versions "$SRC" "$p" | grep -qxF "$LINUX_DEB_VERSION"; then
-		package=$p version=$LINUX_DEB_VERSION
-	fi
-done
-if [ -z "$package" ]; then
-	package=${packages[-1]}
-	version=$(apt_suite_versions "$SRC" "$package" | head -n1)
-	say "WARNING: no $LINUX_SERIES cloud kernel of version $LINUX_DEB_VERSION in $LINUX_DEB_SUITE; using $package $version"
-fi
+# PACKAGE=VERSION, the pinned version's, else the newest.
+pick=$(for p in "${packages[@]}"; do
+	apt_suite_versions "$SRC" "$p" | sort -V | sed "s|^|$p=|"
+done | pick_pinned "$LINUX_SERIES cloud kernel" "$LINUX_DEB_VERSION" ".*=") ||
+	die "$LINUX_DEB_SUITE serves no $LINUX_SERIES cloud kernel"
+package=${pick%%=*} version=${pick#*=}
 say "downloading $package $version (Debian's $LINUX_SERIES cloud kernel, about 14 MB)"
 rm -rf "$ORC_IMAGE"
 mkdir -p "$ORC_IMAGE/deb"

@@ -23,15 +23,9 @@ if [ -f "$deb" ]; then
 	version=$LINUX_DEB_VERSION
 else
 	apt_suite_init "$SRC" "$LINUX_DEB_SUITE"
-	if apt_suite_versions "$SRC" "$pkg" | grep -qxF "$LINUX_DEB_VERSION"; then
-		version=$LINUX_DEB_VERSION
-	else
-		version=$(apt_suite_versions "$SRC" "$pkg" | grep -E "^$LINUX_SERIES\." | head -n1)
-		[ -n "$version" ] || die "$LINUX_DEB_SUITE serves no $pkg package"
-		say "WARNING: pinned $pkg $LINUX_DEB_VERSION is no longer served; using $version"
-		say "WARNING: update config/base.conf once the series is checked against it"
-		deb=$SRC/${pkg}_${version//:/%3a}_all.deb
-	fi
+	version=$(apt_suite_versions "$SRC" "$pkg" | grep -E "^$LINUX_SERIES\." | sort -V |
+		pick_pinned "$pkg" "$LINUX_DEB_VERSION") || die "$LINUX_DEB_SUITE serves no $pkg package"
+	deb=$SRC/${pkg}_${version//:/%3a}_all.deb
 	say "downloading $pkg $version (about 170 MB)"
 	(cd "$SRC" && apt_suite "$SRC" download "$pkg=$version" >/dev/null) || die "could not download $pkg $version"
 	[ -f "$deb" ] || die "$deb missing after downloading $pkg $version"
