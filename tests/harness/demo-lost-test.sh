@@ -2,12 +2,13 @@
 # The demo's accounting of a recording, on made-up demo outputs and on
 # recordings made here (no L1):
 #   - demo/recording-check.sh passes a recording that lost at most
-#     MAX_LOST_PERCENT (demo/thresholds.conf: 1%), and fails, with the
-#     figure, one that lost more, one whose guest sideband lost events,
-#     one that has no recording.txt, one whose guest samples are under
-#     MIN_GUEST_SHARE_PERCENT (50%) of its samples or are none, and one
-#     with more than MAX_UNKNOWN_THREAD_PERCENT (1%) of them the unknown
-#     guest thread's;
+#     MAX_LOST_PERCENT, and fails, with the figure, one that lost more, one
+#     whose guest sideband lost events, one that has no recording.txt, one
+#     whose guest samples are under MIN_GUEST_SHARE_PERCENT (of several
+#     VMs', MIN_VMS_GUEST_SHARE_PERCENT) of its samples or are none, and
+#     one with more than MAX_UNKNOWN_THREAD_PERCENT of them the unknown
+#     guest thread's: the made-up figures are made from those bounds, as
+#     demo/thresholds.conf has them (demo/checks.py threshold);
 #   - demo/recording-counts.sh counts the samples and what a recording
 #     lost: a ring of one page cannot hold one 8 KiB stack sample, so
 #     every sample is lost; a ring of 16 MiB loses none.
@@ -54,38 +55,56 @@ fails() {
 	if ! check && grep -qF "$2" "$tmp/check.out"; then ok "$1"; else bad "$1: $(cat "$tmp/check.out")"; fi
 }
 
-# 960 guest samples of the 1000 recorded: 96%, as the demo has them.
+# The bounds, and the figures the checks print of them: pct A B is A of B
+# as a percentage with D decimals.
+th() { python3 "$TOP/demo/checks.py" threshold "$1"; }
+lost_max=$(th MAX_LOST_PERCENT) share=$(th MIN_GUEST_SHARE_PERCENT)
+vms_share=$(th MIN_VMS_GUEST_SHARE_PERCENT) unknown_max=$(th MAX_UNKNOWN_THREAD_PERCENT)
+pct() { awk -v a="$1" -v b="$2" -v d="$3" 'BEGIN { printf "%.*f", d, 100 * a / b }'; }
+int() { awk "BEGIN { printf \"%d\", $1 }"; }
+
+# 960 guest samples: of 1000 recorded, as the demo has them.
 script 960 0 >"$tmp/demo/perf-kvm-script.txt"
-recording 5 0
-passes "0.5% lost passes, with the figure" 'lost 5 of 1005 samples (0.50%'
-recording 40 0
-fails "3.85% lost fails, with the figure" 'FAILED: the recording lost 40 of 1040 samples (3.85%, more than 1%)'
+lost=$(int "1000 * $lost_max / 200")	# half the bound
+recording "$lost" 0
+passes "$(pct "$lost" $((1000 + lost)) 2)% lost passes, with the figure" \
+	"lost $lost of $((1000 + lost)) samples ($(pct "$lost" $((1000 + lost)) 2)%"
+lost=$(int "1000 * $lost_max * 4 / 100")	# four times the bound
+recording "$lost" 0
+fails "$(pct "$lost" $((1000 + lost)) 2)% lost fails, with the figure" \
+	"FAILED: the recording lost $lost of $((1000 + lost)) samples ($(pct "$lost" $((1000 + lost)) 2)%, more than $lost_max%)"
 recording 0 2
 fails "a sideband that lost events fails" "FAILED: the guest's sideband lost events (2 PERF_RECORD_LOST records)"
-recording 0 0 1920
-passes "guest samples half the recording's pass" \
-	"ok: 960 guest samples in perf kvm script, 50.0% of the recording's 1920 (at least 50%)"
-recording 0 0 2500
-fails "guest samples under half the recording's fail, with the figure" \
-	"FAILED: only 960 guest samples in perf kvm script, 38.4% of the recording's 2500 (need 50%)"
+# share_cases LEAST WHO: the guest samples at LEAST% of the recording's
+# pass, at less fail.
+share_cases() {
+	local least=$1 who=$2 recorded
+	recorded=$(int "960 * 100 / $least")
+	recording 0 0 "$recorded"
+	passes "${who}guest samples $least% of the recording's pass" \
+		"ok: 960 guest samples in perf kvm script, $(pct 960 "$recorded" 1)% of the recording's $recorded (at least $least%)"
+	recorded=$(int "960 * 100 / ($least * 0.9)")
+	recording 0 0 "$recorded"
+	fails "${who}guest samples under $least% of the recording's fail, with the figure" \
+		"FAILED: only 960 guest samples in perf kvm script, $(pct 960 "$recorded" 1)% of the recording's $recorded (need $least%)"
+}
+share_cases "$share" ""
 # Several VMs, recorded by cgroup: their vCPU threads' host samples count.
 printf 'demo-stock stock 2 75 2\ndemo-off stock 0 336 1\n' >"$tmp/demo/vms"
-recording 0 0 3840
-passes "several VMs: guest samples a quarter of the recording's pass" \
-	"ok: 960 guest samples in perf kvm script, 25.0% of the recording's 3840 (at least 25%)"
-recording 0 0 4000
-fails "several VMs: guest samples under a quarter fail, with the figure" \
-	"FAILED: only 960 guest samples in perf kvm script, 24.0% of the recording's 4000 (need 25%)"
+share_cases "$vms_share" "several VMs: "
 rm "$tmp/demo/vms"
 recording 0 0
 printf '\n' >"$tmp/demo/perf-kvm-script.txt"
-fails "no guest samples fail" "FAILED: only 0 guest samples in perf kvm script, 0.0% of the recording's 1000 (need 50%)"
-script 913 47 >"$tmp/demo/perf-kvm-script.txt"
-passes "4.9% of the guest samples on the unknown guest thread pass" \
-	"ok: 47 of 960 guest samples are the unknown guest thread's (4.9%; at most 5%)"
-script 911 49 >"$tmp/demo/perf-kvm-script.txt"
-fails "5.1% of the guest samples on the unknown guest thread fail, with the figure" \
-	"FAILED: 49 of 960 guest samples are the unknown guest thread's (5.1%, more than 5%): the sideband did not place them"
+fails "no guest samples fail" "FAILED: only 0 guest samples in perf kvm script, 0.0% of the recording's 1000 (need $share%)"
+# The unknown guest thread's samples: just under the bound, just over.
+unknown=$(int "960 * $unknown_max / 100 - 1")
+script $((960 - unknown)) "$unknown" >"$tmp/demo/perf-kvm-script.txt"
+passes "$(pct "$unknown" 960 1)% of the guest samples on the unknown guest thread pass" \
+	"ok: $unknown of 960 guest samples are the unknown guest thread's ($(pct "$unknown" 960 1)%; at most $unknown_max%)"
+unknown=$((unknown + 2))
+script $((960 - unknown)) "$unknown" >"$tmp/demo/perf-kvm-script.txt"
+fails "$(pct "$unknown" 960 1)% of the guest samples on the unknown guest thread fail, with the figure" \
+	"FAILED: $unknown of 960 guest samples are the unknown guest thread's ($(pct "$unknown" 960 1)%, more than $unknown_max%): the sideband did not place them"
 rm "$tmp/demo/recording.txt"
 fails "no recording.txt fails" 'FAILED: no recording.txt'
 
