@@ -35,11 +35,14 @@
 #                 PKG_LOCALMODCONFIG=1: the host's loaded modules only;
 #                 PKG_SMALL=1: the small configuration make check builds)
 #   make l1 RUN='command'   run a command inside L1, with the log check
+#   make l1-kvm-down  the KVM-accelerated L1 path one level down: l1-run.sh
+#                 inside L1 boots our kernel under KVM (tests/l1/kvm-one-down.sh;
+#                 fails on QEMU 10.0's TCG, see there)
 #   make clean    remove build/ (keeps the ccache)
 
 S := scripts
 
-.PHONY: all check expected build deps tree export kernel perf selftests bench bench-memslots demo demo-deps demo-soak bochs bisect packages l1 clean distclean
+.PHONY: all check expected build deps tree export kernel perf selftests bench bench-memslots demo demo-deps demo-soak bochs bisect packages l1 l1-kvm-down clean distclean
 
 all: build
 
@@ -96,6 +99,9 @@ packages: tree
 l1:
 	@test -n "$(RUN)" || { echo "usage: make l1 RUN='command'"; exit 2; }
 	@bash $(S)/l1-run.sh sh -c '$(RUN)'
+
+l1-kvm-down: build
+	@bash tests/l1/kvm-one-down.sh
 
 clean:
 	rm -rf build/kbuild build/perf build/selftests build/out build/bzImage

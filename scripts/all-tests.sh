@@ -258,7 +258,8 @@ orc_base_kernel() (
 )
 
 host_caps() {
-	python3 "$TOP/scripts/host-caps.py" --perf "perf=$PERF" >"$HOST_CAPS.new" || return 1
+	python3 "$TOP/scripts/host-caps.py" --perf "perf=$PERF" --l1-accel "$(l1_accel | cut -f1)" \
+		>"$HOST_CAPS.new" || return 1
 	harness_conditions >>"$HOST_CAPS.new"
 	mv "$HOST_CAPS.new" "$HOST_CAPS" &&
 		awk -F'\t' '!/^perf:/ { printf "  %-24s %-4s %s\n", $1, $2, $3 }' "$HOST_CAPS"

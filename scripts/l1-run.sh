@@ -4,7 +4,9 @@
 #   scripts/l1-run.sh [-t SECONDS] [-n NAME] COMMAND [ARG...]
 #
 # L1 is our kernel ($BZIMAGE) under QEMU TCG (-cpu max emulates AMD SVM
-# with nested paging, so L1 has a working /dev/kvm): $L1_QEMU, the QEMU
+# with nested paging, so L1 has a working /dev/kvm), or under KVM with
+# -cpu host where this host has nested VMX or SVM (lib.sh's l1_accel, said
+# at the start, in $OUT/l1/NAME/accel): $L1_QEMU, the QEMU
 # scripts/qemu.sh unpacks (config/base.conf pins it).  Its root is this
 # machine's root, read-only over 9p, so the command, our builds, qemu and perf
 # are all at the same paths inside.  The command runs in the current directory
@@ -13,7 +15,8 @@
 # its PID to $OUT/l1/NAME/qemu.pid while it runs (the bench watches its CPU
 # time).
 #
-# L1_APPEND adds to the L1 kernel command line; L1_SMP replaces -smp 2.
+# L1_APPEND adds to the L1 kernel command line; L1_SMP replaces -smp 2,
+# L1_MEM -m 6G; L1_ACCEL=tcg|kvm chooses the accelerator.
 #
 # An L1 that runs out of time says where it was: a minute before, what the
 # command's tasks wait on (hang.txt, written in L1); 20 s before, where
@@ -58,6 +61,16 @@ tsc_append=
 tsc_khz=$(host_tsc_khz)
 [ -z "$tsc_khz" ] || tsc_append="tsc_early_khz=$tsc_khz"
 
+# TCG, or KVM where the host has nested virtualization (lib.sh's l1_accel).
+accel=$(l1_accel) || exit 1
+accel_why=${accel#*$'\t'} accel=${accel%%$'\t'*}
+case $accel in
+kvm) accel_args=(-accel kvm -cpu host,pmu=on) ;;
+*) accel_args=(-accel tcg,thread=single -cpu max) ;;
+esac
+say "L1 under ${accel^^}: $accel_why"
+echo "$accel" >"$results/accel"
+
 # QEMU's monitor socket (a Unix socket path has at most 107 bytes).
 monitor=$results/monitor.sock
 [ ${#monitor} -lt 100 ] || monitor=$(mktemp -u /tmp/l1-monitor.XXXXXX)
@@ -97,7 +110,7 @@ boot_l1() {
 	start=$(date +%s)
 	qemu_rc=0
 	timeout --foreground -k 10 "$timeout" "$L1_QEMU" -L "$L1_QEMU_DATA/qemu" -L "$L1_QEMU_DATA/seabios" \
-		-accel tcg,thread=single -cpu max -smp "${L1_SMP:-2}" -m 6G -nodefaults \
+		"${accel_args[@]}" -smp "${L1_SMP:-2}" -m "${L1_MEM:-6G}" -nodefaults \
 		-display none -monitor unix:"$monitor",server=on,wait=off -nic none -no-reboot \
 		-kernel "$kernel" \
 		-append "console=ttyS0 loglevel=7 log_buf_len=8M panic=-1 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$TOP/scripts/l1-init.sh rcupdate.rcu_cpu_stall_timeout=60 $tsc_append $deadline ${L1_APPEND:-}" \

@@ -229,6 +229,28 @@ host_tsc_khz() {
 	awk -v m="$mhz" 'BEGIN { printf "%d\n", m * 1000 + 0.5 }'
 }
 
+# How L1 runs (scripts/l1-run.sh): "kvm" where this host has /dev/kvm and
+# nested virtualization (VMX or SVM in its CPU's flags: L1 then runs VMX
+# or SVM in hardware, and the host's PMU), else "tcg" (QEMU emulates AMD
+# SVM).  L1_ACCEL=tcg|kvm chooses.  Prints ACCEL<TAB>WHY; CPUINFO and
+# KVM_DEV stand for /proc/cpuinfo and /dev/kvm (the harness's tests).
+l1_accel() {
+	local cpuinfo=${CPUINFO:-/proc/cpuinfo} dev=${KVM_DEV:-/dev/kvm} virt
+	case ${L1_ACCEL:-} in
+	kvm|tcg) printf '%s\t%s\n' "$L1_ACCEL" "L1_ACCEL=$L1_ACCEL"; return 0 ;;
+	'') ;;
+	*) die "L1_ACCEL=$L1_ACCEL: tcg or kvm" ;;
+	esac
+	virt=$(grep -m 1 -owE 'vmx|svm' "$cpuinfo" | head -n 1 || true)
+	if [ -z "$virt" ]; then
+		printf 'tcg\t%s\n' "this host's CPU has no vmx or svm flag (no nested virtualization): QEMU emulates AMD SVM"
+	elif [ ! -r "$dev" ] || [ ! -w "$dev" ]; then
+		printf 'tcg\t%s\n' "this host's CPU has $virt, but $dev is not there to read and write: QEMU emulates AMD SVM"
+	else
+		printf 'kvm\t%s\n' "this host has $dev and $virt: L1 runs ${virt^^} in hardware, with the host's PMU if it has one"
+	fi
+}
+
 # The options of the scripts that run a command on our kernel in a
 # machine of its own (scripts/l1-run.sh, scripts/bochs-run.sh):
 #   run_options DEFAULT_SECONDS "$@"

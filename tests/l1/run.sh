@@ -16,6 +16,15 @@ mkdir -p "$RESULTS/tests"
 
 echo "L1: $(uname -r), $(nproc) CPUs, kvm_amd nested paging: $(cat /sys/module/kvm_amd/parameters/npt 2>/dev/null || echo n/a)"
 [ -c /dev/kvm ] || echo "L1: no /dev/kvm: the KVM tests will fail"
+# lib.sh's choice of L1's accelerator, one level down: L1 has /dev/kvm and
+# SVM, so an L1 started here would run under KVM.
+if choice=$(L1_ACCEL= l1_accel) && [ "${choice%%$'\t'*}" = kvm ]; then
+	echo "PASS l1/accel-choice" >>"$RESULTS/results.txt"
+	echo "PASS l1/accel-choice: ${choice#*$'\t'}"
+else
+	echo "FAIL l1/accel-choice" >>"$RESULTS/results.txt"
+	echo "FAIL l1/accel-choice: L1 has /dev/kvm and SVM, and l1_accel says '$choice'"
+fi
 # NMIs where this bench has no PMU, for guest_callchain_test's c_path_nmi.
 insmod "$NMI_SAMPLER" || echo "L1: insmod $NMI_SAMPLER failed: c_path_nmi will skip, and fail the run"
 
