@@ -14,19 +14,16 @@ set -euo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 
 # One of each kind, as PROGRAM:NAME (a name runs every sub-test of PROGRAM
-# whose name contains it): the compiled path, 64-bit kernel and user
-# stacks, a CR3 switch without exits (CR3 read live from the VMCS), compat
-# and 32-bit PAE user code, real mode (no chain), stack windows, BPF, no
-# guest state in the softirqs after VMX's handle_exit_irqoff(), the race,
-# the host part of guest samples from VMX's external-interrupt exit path;
-# about 180 s here.
-subtests=(guest_callchain_test:c_path_max_stack_3 guest_callchain_walk_test:long64_4k
-	guest_callchain_walk_test:long64_user_supervisor_pte guest_callchain_walk_test:long64_cr3_switch
-	guest_callchain_walk_test:compat_user guest_callchain_walk_test:prot32_pae_user
-	guest_callchain_walk_test:real_mode guest_stack_window_test:window_long64_user_supervisor_page
-	guest_stack_window_test:window_compat_user guest_callchain_test:bpf_stack_map
-	guest_callchain_test:softirq guest_callchain_race_test:race
-	guest_host_callchain_test:host_chain_cpu_clock)
+# whose name contains it): those tests/expected names intel/PROGRAM/NAME,
+# the one list of them (the compiled path, 64-bit kernel and user stacks,
+# a CR3 switch without exits (CR3 read live from the VMCS), compat and
+# 32-bit PAE user code, real mode (no chain), stack windows, BPF, no guest
+# state in the softirqs after VMX's handle_exit_irqoff(), the race, the
+# host part of guest samples from VMX's external-interrupt exit path;
+# about 180 s here).
+mapfile -t subtests < <(awk -F'\t' '$1 ~ /^intel\/[a-z_]+\/[a-z0-9_]+$/ {
+	split($1, part, "/"); print part[2] ":" part[3] }' "$TOP/tests/expected")
+[ ${#subtests[@]} -gt 0 ] || die "tests/expected names no intel/PROGRAM/SUBTEST"
 programs=(guest_callchain_test guest_callchain_walk_test guest_stack_window_test
 	guest_callchain_opt_in_test guest_callchain_race_test guest_host_callchain_test)
 options="-i -p 1000000"
