@@ -33,7 +33,10 @@
 #                 package for a Debian/Ubuntu host, in build/packages, from
 #                 the host's or Debian's config (hours on 2 cores;
 #                 PKG_LOCALMODCONFIG=1: the host's loaded modules only;
-#                 PKG_SMALL=1: the small configuration make check builds)
+#                 PKG_SMALL=1: the small configuration make check builds;
+#                 LINUX_SRC=tree-or-tarball: the base from a 7.3 kernel tree
+#                 or tarball, where Debian's package can't be fetched).
+#                 Installs only what building them needs (deps.sh packages)
 #   make l1 RUN='command'   run a command inside L1, with the log check
 #   make l1-kvm-down  the KVM-accelerated L1 path one level down: l1-run.sh
 #                 inside L1 boots our kernel under KVM (tests/l1/kvm-one-down.sh;
@@ -93,7 +96,9 @@ bochs: build
 demo-soak: demo-deps kernel perf
 	@bash demo/soak.sh $(RUNS) $(HOG)
 
-packages: tree
+packages:
+	@bash $(S)/deps.sh packages
+	@bash $(S)/tree.sh
 	@bash -c '. $(S)/lib.sh; stage packages bash $(S)/packages.sh'
 
 l1:

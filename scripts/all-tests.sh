@@ -297,14 +297,14 @@ perf_variant() (
 # make packages' path in its small configuration, when what it is made
 # from changed since tests/verified-builds recorded it built (make packages
 # PKG_SMALL=1 builds it whatever the record says): the packaging scripts,
-# the configurations, the base, the compiler and perf's build function.
+# the configurations, the base, the compiler and the package's perf build.
 packages_small() {
 	local key verified=$TOP/tests/verified-builds
 	key=$( {
 		cat "$TOP/scripts/packages.sh" "$TOP/scripts/packages-check.sh" \
 			"$TOP/config/packages-small.config" "$TOP/config/base.conf"
 		gcc --version | head -n 1
-		declare -f perf_make
+		declare -f perf_package_make
 	} | sha1sum | cut -d' ' -f1)
 	if grep -qx "packages-small $key" "$verified" 2>/dev/null; then
 		say "packages/small: built before from these inputs (tests/verified-builds: $key); PKG_SMALL=1 make packages builds it again"

@@ -4,21 +4,35 @@
 # (CI and the developer machines are root); otherwise sudo is used.
 # The one place packages are installed: the bench and the demo only check.
 # Then L1's QEMU, unpacked under build/ (scripts/qemu.sh).
+#
+#   scripts/deps.sh            everything (make deps)
+#   scripts/deps.sh packages   only what make packages builds with: the
+#                              kernel and perf packages' build tools and
+#                              libraries, by the names Debian and Ubuntu
+#                              share; no emulator, browser or Node.js
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+mode=${1:-all}
+case $mode in all|packages) ;; *) die "usage: $0 [packages]" ;; esac
+
+# What make packages needs (and make check, which builds them too).
 packages=(
 	# kernel build
 	build-essential bc bison flex libelf-dev libssl-dev cpio kmod xz-utils
 	rsync git ccache perl python3
+	# perf from tools/perf, as lib.sh's perf_make and perf_package_make
+	# build it: clang and llvm for perf's BPF skeletons, Perl, SDT markers
+	pkg-config libdw-dev libtraceevent-dev python3-dev python3-setuptools
+	libcap-dev zlib1g-dev libzstd-dev liblzma-dev libnuma-dev libslang2-dev
+	clang llvm libperl-dev systemtap-sdt-dev
+	# the kernel's bindeb-pkg, the perf package's dependencies
+	dpkg-dev debhelper fakeroot zstd
+)
+[ "$mode" = packages ] || packages+=(
 	# the harness: ps and pgrep (a minimal Debian has neither); ping and ip
 	# for perf test's "probe libc's inet_pton & backtrace it with ping"
 	procps iputils-ping iproute2
-	# perf from tools/perf
-	pkg-config libdw-dev libtraceevent-dev python3-dev python3-setuptools
-	libcap-dev zlib1g-dev libzstd-dev liblzma-dev libnuma-dev libslang2-dev
-	# make packages: the kernel's bindeb-pkg, the perf package's dependencies
-	dpkg-dev debhelper fakeroot zstd
 	# perf's other builds (lib.sh's perf_variant_args): libunwind's unwinder
 	libunwind-dev
 	# KVM selftests
@@ -41,7 +55,7 @@ packages=(
 # make demo: npm installs the flame graph's template and playwright-core
 # (demo/deps.sh).  Debian's nodejs and npm, unless the machine has Node.js
 # and npm already (from elsewhere: its npm is its own).
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+if [ "$mode" = all ] && { ! command -v node >/dev/null || ! command -v npm >/dev/null; }; then
 	packages+=(nodejs npm)
 fi
 
@@ -62,5 +76,5 @@ else
 	as_root apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 	say "installed ${#missing[@]} packages"
 fi
-# L1's QEMU: the pinned version, unpacked under build/, not installed.
-bash "$TOP/scripts/qemu.sh"
+# L1's QEMU: the release's own, or the pinned version unpacked under build/.
+[ "$mode" = packages ] || bash "$TOP/scripts/qemu.sh"

@@ -166,6 +166,19 @@ perf_make() {
 		NO_LIBPFM4=1 NO_LIBLLVM=1 NO_RUST=1 BUILD_BPF_SKEL=0 PYTHON=/usr/bin/python3 "$@"
 }
 
+# perf as make packages ships it: what a distribution's perf has (BPF
+# skeletons, built with clang; libtraceevent, libdw, libelf, python, perl,
+# SDT markers, zstd, xz, numa, slang, libcap), not the cuts perf_make makes
+# for the bench (it still leaves out LLVM, Rust, babeltrace, libpfm4 and
+# the Java agent, which Debian's and Ubuntu's build machines need not have).
+perf_package_make() {
+	local tree=$1 obj=$2
+	shift 2
+	make -s -C "$tree/tools/perf" O="$obj" -j"$(nproc)" CC="ccache gcc" \
+		BUILD_BPF_SKEL=1 LIBPERL=1 NO_LIBBABELTRACE=1 NO_JVMTI=1 NO_LIBPFM4=1 \
+		NO_LIBLLVM=1 NO_RUST=1 PYTHON=/usr/bin/python3 "$@"
+}
+
 # The conditions of tests/expected that are the harness's own facts, not
 # the host's (scripts/host-caps.py probes those), in its form.
 harness_conditions() {

@@ -7,7 +7,8 @@
 # The kernel package: a bzImage, its config with KVM as modules, kvm,
 # kvm_intel and kvm_amd among its modules, and kvm.ko of this series (its
 # enable_guest_callchains parameter).  The perf package: perf under
-# /opt/perf-guest-callchains, built with the libraries the guest workflows
+# /opt/perf-guest-callchains, built as a distribution builds perf (BPF
+# skeletons, Perl) and with the libraries the guest workflows
 # need, with 'perf kvm script', --guestimage, perf inject --guest-data,
 # --sort vm and the flame graph scripts; its Depends name those libraries.
 set -euo pipefail
@@ -51,7 +52,7 @@ prefix=$scratch/perf/opt/perf-guest-callchains
 perf=$prefix/bin/perf
 [ -x "$perf" ] && ok "$(basename "$perfdeb"): $("$perf" version)" || die "no executable perf in $perfdeb"
 opts=$("$perf" version --build-options)
-for feature in dwarf libelf libtraceevent libpython zstd lzma; do
+for feature in dwarf libelf libtraceevent libpython libperl bpf_skeletons zstd lzma; do
 	grep -qE "^ +$feature: \[ on" <<<"$opts" && ok "perf with $feature" || bad "perf built without $feature"
 done
 depends=$(dpkg-deb -f "$perfdeb" Depends)

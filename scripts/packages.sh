@@ -10,7 +10,9 @@
 #     Debian's, no debug info unless PKG_DEBUG_INFO=1, only the modules the
 #     host has loaded with PKG_LOCALMODCONFIG=1 (the kernel's localmodconfig);
 #   perf-guest-callchains_*.deb: perf from the series' tools/perf with
-#     libdw, libelf, libtraceevent, python, zstd and xz (kernel images),
+#     what a distribution's perf has (lib.sh's perf_package_make: BPF
+#     skeletons, libdw, libelf, libtraceevent, python, perl, SDT, zstd and
+#     xz for kernel images),
 #     installed under /opt/perf-guest-callchains beside the distribution's
 #     perf, its scripts (and man pages where asciidoc is installed) included,
 #     with kvm_guest_callchains, which opts a running VM in.
@@ -48,7 +50,8 @@ host_config() {
 		echo "/boot/config-$(uname -r)"
 	else
 		[ -d "$deb" ] || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-			--no-install-recommends "linux-config-$LINUX_SERIES" >/dev/null
+			--no-install-recommends "linux-config-$LINUX_SERIES" >/dev/null 2>&1 ||
+			die "no /boot/config-$(uname -r), and apt has no linux-config-$LINUX_SERIES: name a kernel configuration with PKG_CONFIG="
 		ls "$deb"/config.amd64_none_amd64.xz >/dev/null || die "no amd64 config in $deb"
 		xz -dc "$deb"/config.amd64_none_amd64.xz >"$PKGOUT/debian.config"
 		echo "$PKGOUT/debian.config"
@@ -109,15 +112,15 @@ say "kernel package built in $(($(date +%s) - start)) s"
 say "building perf for $prefix"
 root=$PKGOUT/perf-root
 rm -rf "$root"
-perf_make "$TREE" "$pobj" prefix="$prefix" >"$PKGOUT/perf-build.log" 2>&1 &&
-	perf_make "$TREE" "$pobj" prefix="$prefix" DESTDIR="$root" install \
+perf_package_make "$TREE" "$pobj" prefix="$prefix" >"$PKGOUT/perf-build.log" 2>&1 &&
+	perf_package_make "$TREE" "$pobj" prefix="$prefix" DESTDIR="$root" install \
 		>>"$PKGOUT/perf-build.log" 2>&1 || {
 	tail -n 40 "$PKGOUT/perf-build.log"
 	die "perf build failed (log: $PKGOUT/perf-build.log)"
 }
 # The man pages, where asciidoc is there to make them (not on CI's path).
 if command -v asciidoc >/dev/null && command -v xmlto >/dev/null; then
-	perf_make "$TREE" "$pobj" prefix="$prefix" DESTDIR="$root" install-man \
+	perf_package_make "$TREE" "$pobj" prefix="$prefix" DESTDIR="$root" install-man \
 		>>"$PKGOUT/perf-build.log" 2>&1 || say "no man pages: install-man failed"
 fi
 # The administrator's tool that opts a running VM in, from the kernel series.
