@@ -3,9 +3,10 @@
 # built from the work tree (all the series applied):
 #
 #   linux-image-<release>_*.deb (and linux-headers, linux-libc-dev): the
-#     kernel's own 'make bindeb-pkg' of the pinned 6.12 with the series,
+#     kernel's own 'make bindeb-pkg' of the pinned $LINUX_SERIES with the series,
 #     configured from PKG_CONFIG: by default the running host's
-#     /boot/config-$(uname -r), else Debian's own config (linux-config-6.12);
+#     /boot/config-$(uname -r) or /proc/config.gz, else Debian's own config
+#     (linux-config-$LINUX_SERIES);
 #     KVM as modules (kvm, kvm_intel, kvm_amd), no module signing keys of
 #     Debian's, no debug info unless PKG_DEBUG_INFO=1, only the modules the
 #     host has loaded with PKG_LOCALMODCONFIG=1 (the kernel's localmodconfig);
@@ -40,7 +41,8 @@ rm -f "$PKGOUT"/*.deb "$PKGOUT"/*.buildinfo "$PKGOUT"/*.changes
 
 kmake() { make -s -C "$TREE" O="$kobj" CC="ccache gcc" -j"$(nproc)" "$@"; }
 
-# The host's configuration: PKG_CONFIG, the running kernel's, or Debian's.
+# The host's configuration: PKG_CONFIG, the running kernel's (/boot, or
+# /proc/config.gz), or Debian's.
 host_config() {
 	local deb=/usr/src/linux-config-$LINUX_SERIES
 	if [ -n "${PKG_CONFIG:-}" ]; then
@@ -48,10 +50,14 @@ host_config() {
 		echo "$PKG_CONFIG"
 	elif [ -f "/boot/config-$(uname -r)" ]; then
 		echo "/boot/config-$(uname -r)"
+	elif [ -r /proc/config.gz ]; then
+		# The running kernel's own, where it keeps one (IKCONFIG_PROC).
+		gzip -dc /proc/config.gz >"$PKGOUT/running.config"
+		echo "$PKGOUT/running.config"
 	else
 		[ -d "$deb" ] || as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 			--no-install-recommends "linux-config-$LINUX_SERIES" >/dev/null 2>&1 ||
-			die "no /boot/config-$(uname -r), and apt has no linux-config-$LINUX_SERIES: name a kernel configuration with PKG_CONFIG="
+			die "no /boot/config-$(uname -r) or /proc/config.gz, and apt has no linux-config-$LINUX_SERIES: name a kernel configuration with PKG_CONFIG="
 		ls "$deb"/config.amd64_none_amd64.xz >/dev/null || die "no amd64 config in $deb"
 		xz -dc "$deb"/config.amd64_none_amd64.xz >"$PKGOUT/debian.config"
 		echo "$PKGOUT/debian.config"
