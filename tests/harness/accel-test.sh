@@ -5,11 +5,8 @@
 # (tests/l1/run.sh checks the choice one level down, in L1, which has
 # /dev/kvm and SVM.)
 set -uo pipefail
-. "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/../testlib.sh"
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
 printf 'flags\t\t: fpu vme svm npt\n' >"$tmp/svm"
 printf 'flags\t\t: fpu vme vmx ept\n' >"$tmp/vmx"
 printf 'flags\t\t: fpu vme hypervisor\n' >"$tmp/none"
@@ -19,10 +16,9 @@ expect() {
 	local out
 	out=$(CPUINFO=$tmp/$1 KVM_DEV=$2 L1_ACCEL=$3 l1_accel 2>&1)
 	if [ "${out%%$'\t'*}" = "$4" ] && grep -qE -- "$5" <<<"${out#*$'\t'}"; then
-		echo "ok: cpu $1, ${2##*/}${3:+, L1_ACCEL=$3}: $out"
+		ok "cpu $1, ${2##*/}${3:+, L1_ACCEL=$3}: $out"
 	else
-		echo "FAILED: cpu $1, ${2##*/}${3:+, L1_ACCEL=$3}: '$out', want $4 and /$5/"
-		fail=1
+		bad "cpu $1, ${2##*/}${3:+, L1_ACCEL=$3}: '$out', want $4 and /$5/"
 	fi
 }
 expect svm "$tmp/kvm" "" kvm 'has .*kvm and svm: L1 runs SVM in hardware'

@@ -14,14 +14,9 @@
 #     every sample is lost; a ring of 16 MiB loses none.
 # Exit status 4 (skipped) when perf can't record here and the rest passed.
 set -uo pipefail
-. "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/../testlib.sh"
 
 [ -x "$PERF" ] || die "no perf at $PERF: run 'make perf'"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAILED: $*"; fail=1; }
 
 # A made-up demo output of the stock guest, recording.txt aside.
 mkdir "$tmp/demo"

@@ -5,13 +5,7 @@
 # way; on this host, every condition tests/expected names answered, with
 # its evidence.
 set -uo pipefail
-. "$(dirname "$0")/../../scripts/lib.sh"
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAILED: $*"; fail=1; }
+. "$(dirname "$0")/../testlib.sh"
 caps() { python3 "$TOP/scripts/host-caps.py" "$@"; }
 
 host() {

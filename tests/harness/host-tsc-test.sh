@@ -5,11 +5,8 @@
 # where neither, nothing, with a warning that says why and what it costs
 # (Debian restricts dmesg to root: a user lost the guard silently).
 set -uo pipefail
-. "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/../testlib.sh"
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
 mkdir "$tmp/bin"
 printf '#!/bin/sh\necho "[    0.000000] tsc: Detected 2596.124 MHz processor"\n' >"$tmp/bin/dmesg-ok"
 printf '#!/bin/sh\necho "dmesg: read kernel buffer failed: Operation not permitted" >&2\nexit 1\n' >"$tmp/bin/dmesg-denied"
@@ -22,10 +19,9 @@ case_() {
 	PATH=$tmp/bin:$PATH CPUINFO=$tmp/cpuinfo-$3 host_tsc_khz >"$tmp/out" 2>"$tmp/err"
 	if [ "$(cat "$tmp/out")" = "$4" ] && { [ "$5" = warns ] && grep -q "can't read the kernel log (dmesg: read kernel buffer failed: Operation not permitted)" "$tmp/err" ||
 		{ [ "$5" = quiet ] && [ ! -s "$tmp/err" ]; }; }; then
-		echo "ok: $1: '$(cat "$tmp/out")' $5"
+		ok "$1: '$(cat "$tmp/out")' $5"
 	else
-		echo "FAILED: $1: '$(cat "$tmp/out")', stderr '$(cat "$tmp/err")' (want '$4', $5)"
-		fail=1
+		bad "$1: '$(cat "$tmp/out")', stderr '$(cat "$tmp/err")' (want '$4', $5)"
 	fi
 }
 case_ "the kernel's log" ok unknown 2596124 quiet

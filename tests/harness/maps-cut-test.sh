@@ -5,35 +5,29 @@
 # processes; one with the demo guest's 30 s names none; a file that is
 # not a perf.data is refused.
 set -uo pipefail
-. "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/../testlib.sh"
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 [ -x "$PERF" ] || { echo "no perf at $PERF: make check builds it before the harness tests"; exit 1; }
 cut() { python3 "$TOP/demo/maps-cut.py" "$@"; }
-fail=0
 sleep 30 &
 sleeper=$!
 "$PERF" record -q -a -e dummy --proc-map-timeout 0 -o "$tmp/cut.data" true 2>"$tmp/cut.err"
 if cut "$tmp/cut.data" >"$tmp/cut.out" && grep -q "^$sleeper sleep$" "$tmp/cut.out"; then
-	echo "ok: --proc-map-timeout 0: $(wc -l <"$tmp/cut.out") processes named, sleep ($sleeper) among them"
+	ok "--proc-map-timeout 0: $(wc -l <"$tmp/cut.out") processes named, sleep ($sleeper) among them"
 else
-	echo "FAILED: --proc-map-timeout 0: $(head -n 5 "$tmp/cut.out") (perf: $(head -n 2 "$tmp/cut.err"))"
-	fail=1
+	bad "--proc-map-timeout 0: $(head -n 5 "$tmp/cut.out") (perf: $(head -n 2 "$tmp/cut.err"))"
 fi
 "$PERF" record -q -a -e dummy --proc-map-timeout 30000 -o "$tmp/whole.data" true 2>/dev/null
 if cut "$tmp/whole.data" >"$tmp/whole.out" && [ ! -s "$tmp/whole.out" ]; then
-	echo "ok: --proc-map-timeout 30000: no process named"
+	ok "--proc-map-timeout 30000: no process named"
 else
-	echo "FAILED: --proc-map-timeout 30000: $(head -n 5 "$tmp/whole.out")"
-	fail=1
+	bad "--proc-map-timeout 30000: $(head -n 5 "$tmp/whole.out")"
 fi
 head -c 4096 /dev/urandom >"$tmp/junk"
 if cut "$tmp/junk" >/dev/null 2>"$tmp/junk.err"; then
-	echo "FAILED: a file that is not a perf.data was read"
-	fail=1
+	bad "a file that is not a perf.data was read"
 else
-	echo "ok: not a perf.data: $(cat "$tmp/junk.err")"
+	ok "not a perf.data: $(cat "$tmp/junk.err")"
 fi
 kill "$sleeper" 2>/dev/null
 exit $fail

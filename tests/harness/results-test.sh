@@ -6,13 +6,7 @@
 # a line that says which.  Also the two parsers: a kselftest's KTAP output
 # and perf test's.
 set -uo pipefail
-. "$(dirname "$0")/../../scripts/lib.sh"
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAILED: $*"; fail=1; }
+. "$(dirname "$0")/../testlib.sh"
 results() { python3 "$TOP/scripts/results.py" "$@"; }
 
 # KTAP: a pass, a skip, a failure, a sub-test -t left out (not a result).
