@@ -47,6 +47,8 @@ export STAGE_TIMES=$RESULTS/stages.txt
 : >"$STAGE_TIMES"
 export L1_RETRIES=$RESULTS/retries.txt
 : >"$L1_RETRIES"
+export STAGE_NOTES=$RESULTS/notes.txt
+: >"$STAGE_NOTES"
 t0=$(date +%s)
 deadline=$((t0 + ${CHECK_SECONDS:-4800}))
 SUMMARY_SECONDS=60
@@ -55,7 +57,8 @@ record() { echo "$1 $2" >>"$RESULTS/results.txt"; echo "$1 $2"; }
 
 stage_table() {
 	echo "=== stage times"
-	awk -F'\t' '{ printf "  %-28s %6ds  %s\n", $1, $2, $3 }' "$STAGE_TIMES"
+	awk -F'\t' 'FILENAME == ARGV[1] { note[$1] = note[$1] "\n      " $2; next }
+		{ printf "  %-28s %6ds  %s%s\n", $1, $2, $3, note[$1] }' "$STAGE_NOTES" "$STAGE_TIMES"
 	printf '  %-28s %6ds\n' total $(($(date +%s) - t0))
 }
 
@@ -307,7 +310,7 @@ packages_small() {
 		declare -f perf_package_make
 	} | sha1sum | cut -d' ' -f1)
 	if grep -qx "packages-small $key" "$verified" 2>/dev/null; then
-		say "packages/small: built before from these inputs (tests/verified-builds: $key); PKG_SMALL=1 make packages builds it again"
+		stage_note "cached: built before from these inputs (tests/verified-builds: $key); PKG_SMALL=1 make packages builds it again"
 		return 0
 	fi
 	PKG_SMALL=1 bash "$TOP/scripts/packages.sh" || return 1

@@ -298,6 +298,7 @@ command_script() {
 # check's stage-time table).
 stage() {
 	local name=$1 start rc=0 verdict
+	local -x STAGE_NAME=$1
 	shift
 	start=$(date +%s)
 	printf '=== stage %s: start\n' "$name"
@@ -307,6 +308,13 @@ stage() {
 	[ -z "${STAGE_TIMES:-}" ] ||
 		printf '%s\t%d\t%s\n' "$name" $(($(date +%s) - start)) "$verdict" >>"$STAGE_TIMES"
 	return $rc
+}
+
+# A line the stage running now adds to make check's stage table (what it
+# took from a cache, say): $STAGE_NOTES, when make check sets it.
+stage_note() {
+	say "$*"
+	[ -z "${STAGE_NOTES:-}" ] || printf '%s\t%s\n' "${STAGE_NAME:-?}" "$*" >>"$STAGE_NOTES"
 }
 
 # Configure the O= directory $1 as tinyconfig plus the fragment $2 with the
