@@ -297,6 +297,16 @@ perf_variant() (
 	}
 )
 
+# Every patch builds on its own (scripts/bisect-build.sh), and how many of
+# them tests/verified-builds had recorded built from the same inputs.
+bisect_build() {
+	local out=$RESULTS/bisect.out known
+	bash "$TOP/scripts/bisect-build.sh" | tee "$out"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+	known=$(sed -n 's/.*all \([0-9]*\) patches build on their own (built before, same key: \([0-9]*\);.*/\2 of \1/p' "$out")
+	stage_note "cached: ${known:-?} patches built before with the same inputs (tests/verified-builds)"
+}
+
 # make packages' path in its small configuration, when what it is made
 # from changed since tests/verified-builds recorded it built (make packages
 # PKG_SMALL=1 builds it whatever the record says): the packaging scripts,
@@ -375,7 +385,7 @@ host_lane() {
 		tested "build/perf-$v" bash "$TOP/scripts/build-perf.sh" "$v"
 	done
 	tested build/arm64 bash "$TOP/scripts/build-arm64.sh"
-	tested build/bisect bash "$TOP/scripts/bisect-build.sh"
+	tested build/bisect bisect_build
 	for v in $PERF_VARIANTS; do
 		tested "perf/$v" perf_variant "$v"
 	done

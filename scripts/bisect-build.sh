@@ -161,5 +161,4 @@ done
 	cat "$keys"
 } >"$verified.new"
 mv "$verified.new" "$verified"
-stage_note "cached: $known of $n patches built before with the same inputs (tests/verified-builds), $((n - known)) built now"
 say "all $n patches build on their own (built before, same key: $known; built now: the kernel directories at $kernel_builds, the KVM selftests at $selftest_builds, perf at $perf_builds, also as $PERF_VARIANTS at $variant_builds)"
