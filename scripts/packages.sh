@@ -74,8 +74,11 @@ configure_kernel() {
 	say "configuring the kernel from $config"
 	cp "$config" "$kobj/.config"
 	# Debian's config names its own signing keys, which we don't have:
-	# modules are signed with a key made at build time instead.
+	# modules are signed with a key made at build time instead.  KVM as
+	# modules for either vendor, also from a config without modules (a
+	# cloud or Firecracker kernel's).
 	"$TREE/scripts/config" --file "$kobj/.config" \
+		-e MODULES -e MODULE_UNLOAD -e VIRTUALIZATION -e CPU_SUP_INTEL -e CPU_SUP_AMD \
 		-m KVM -m KVM_INTEL -m KVM_AMD \
 		--set-str SYSTEM_TRUSTED_KEYS "" --set-str SYSTEM_REVOCATION_KEYS "" \
 		--set-str LOCALVERSION "-guest-callchains" -d LOCALVERSION_AUTO
