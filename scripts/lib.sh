@@ -66,9 +66,6 @@ as_root() {
 	fi
 }
 
-# make perf from the kernel tree $1 into the O= directory $2, with the
-# features we test (libelf, libdw, libtraceevent, python) and without the
-# ones Debian's build machines lack; further arguments go to make.
 # The Debian archives the machine's apt sources use (deb822 .sources or
 # one-line sources.list), a URI a line.
 debian_archives() {
@@ -89,8 +86,6 @@ debian_security_archive() {
 	[ -n "$uri" ] || uri=$(debian_mirror | sed 's|/debian$|/debian-security|')
 	echo "$uri"
 }
-# This machine's Debian release's code name (bookworm, trixie), or empty.
-debian_codename() { . /etc/os-release 2>/dev/null && [ "${ID:-}" = debian ] && echo "${VERSION_CODENAME:-}" || true; }
 
 # apt with a sources list, lists and cache of its own under DIR: one suite
 # of the machine's Debian mirror, to download packages from (never to
@@ -154,6 +149,9 @@ pick_pinned() {
 	echo "$got"
 }
 
+# make perf from the kernel tree $1 into the O= directory $2, with the
+# features we test (libelf, libdw, libtraceevent, python) and without the
+# ones Debian's build machines lack; further arguments go to make.
 perf_make() {
 	local tree=$1 obj=$2
 	shift 2
