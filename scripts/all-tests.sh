@@ -80,7 +80,7 @@ must() {
 	stage_table
 	echo "stage $1 failed: the stages after it did not run"
 	grep '^FAIL' "$RESULTS/results.txt" | sed 's/^/failed: /'
-	echo "$(grep -c '^PASS' "$RESULTS/results.txt") passed, $(grep -c '^FAIL' "$RESULTS/results.txt") failed, $(grep -c '^SKIP' "$RESULTS/results.txt") skipped"
+	python3 "$TOP/scripts/results.py" count "$RESULTS/results.txt"
 	exit 1
 }
 

@@ -33,6 +33,9 @@ them once per run):
         rewrites EXPECTED from a run's RESULTS, keeping the reasons of the
         skips it still allows and its comments; a new skip gets the reason
         the test gave, to be read and edited before committing.
+  results.py count RESULTS [PREFIX]
+        "N passed, N failed, N skipped, N retried" of RESULTS (of the
+        names under PREFIX/ only), not judged: for a stage's own line.
   results.py notrun [--caps CAPS] EXPECTED PREFIX
         the descriptions of PREFIX's tests that the list marks "not run",
         unconditionally or under a condition that holds here (perf test
@@ -284,6 +287,16 @@ def check(results_path, expected_path, extra_path=None, caps_path=None):
     return 1 if failed else 0
 
 
+def count(results_path, prefix=""):
+    """How many results of each verdict RESULTS holds (under PREFIX/)."""
+    n = {v: 0 for v in VERDICTS}
+    for verdict, name, _ in read_results(results_path):
+        if not prefix or name.startswith(prefix + "/"):
+            n[verdict] += 1
+    print(f"{n['PASS']} passed, {n['FAIL']} failed, {n['SKIP']} skipped, {n['RETRY']} retried")
+    return 0
+
+
 def entry(name, kind, conds, why):
     """A line of tests/expected."""
     if kind == "pass":
@@ -348,6 +361,8 @@ def main(argv):
         return 0
     if cmd == "check" and len(args) in (2, 3):
         return check(*args, caps_path=caps)
+    if cmd == "count" and len(args) in (1, 2):
+        return count(*args)
     if cmd == "accept" and len(args) == 2:
         return accept(*args)
     if cmd in ("notrun", "alone") and len(args) == 2:

@@ -43,6 +43,12 @@ FAIL perf/Guest call chain: guest and host contexts'
 have=$(results perftest perf <"$tmp/perftest")
 [ "$have" = "$want" ] && ok "perf test output read" || bad "perf test output read as: $have"
 
+# count: the verdicts of a run, all or under a prefix, not judged.
+printf 'PASS kvm/a\nFAIL kvm/b\nSKIP perf/c # why\nRETRY l1/suite # stuck\n' >"$tmp/count"
+[ "$(results count "$tmp/count")" = "1 passed, 1 failed, 1 skipped, 1 retried" ] &&
+	[ "$(results count "$tmp/count" kvm)" = "1 passed, 1 failed, 0 skipped, 0 retried" ] &&
+	ok "results.py count" || bad "results.py count: $(results count "$tmp/count"); kvm: $(results count "$tmp/count" kvm)"
+
 # Two made-up hosts, judged on the real tests/expected: "bare", where every
 # condition the list names holds (no PMU, no breakpoints, ...), and
 # "full", where none does (a PMU, breakpoints, perf built with

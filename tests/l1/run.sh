@@ -42,9 +42,8 @@ run_one() {
 	*) verdict=FAIL ;;
 	esac
 	python3 "$TOP/scripts/results.py" ktap "$name" <"$log" >"$log.results"
-	printf '%s %s (%ds, exit status %d; sub-tests: %d passed, %d failed, %d skipped)\n' \
-		"$verdict" "$name" $(($(date +%s) - start)) $rc "$(grep -c '^PASS' "$log.results")" \
-		"$(grep -c '^FAIL' "$log.results")" "$(grep -c '^SKIP' "$log.results")"
+	printf '%s %s (%ds, exit status %d; sub-tests: %s)\n' "$verdict" "$name" \
+		$(($(date +%s) - start)) $rc "$(python3 "$TOP/scripts/results.py" count "$log.results")"
 	if [ $verdict != PASS ] || grep -q '^[FS]' "$log.results"; then
 		grep '^[FS]' "$log.results" | sed 's/^/    /'
 		tail -n 25 "$log" | sed 's/^/    | /'
@@ -63,7 +62,7 @@ done <"$TOP/tests/l1/kvm-selftests"
 start=$(date +%s)
 STAGE_RESULTS=$RESULTS/results.txt bash "$TOP/tests/perf-test.sh" l1/perf >"$RESULTS/tests/perf-test.out" 2>&1
 rc=$?
-echo "perf test (in L1): exit status $rc, $(grep -c '^PASS l1/perf/' "$RESULTS/results.txt") passed, $(grep -c '^FAIL l1/perf/' "$RESULTS/results.txt") failed, $(grep -c '^SKIP l1/perf/' "$RESULTS/results.txt") skipped ($(($(date +%s) - start))s)"
+echo "perf test (in L1): exit status $rc, $(python3 "$TOP/scripts/results.py" count "$RESULTS/results.txt" l1/perf) ($(($(date +%s) - start))s)"
 grep '^[FS][A-Z]* l1/perf/' "$RESULTS/results.txt" | sed 's/^/    /'
 [ $rc -eq 0 ] || tail -n 20 "$RESULTS/tests/perf-test.out" | sed 's/^/    | /'
 
