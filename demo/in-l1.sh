@@ -123,7 +123,7 @@ recording_counts() { bash "$TOP/demo/recording-counts.sh" "$1"; }
 # A guest kernel report (the pattern the L1 log check uses) on VM I's
 # console: the guest went wrong, and its profile with it.
 guest_broke() {
-	tr -d '\r' <"$(vm_dir "$1")/guest-console.log" 2>/dev/null | grep -qE "$KERNEL_REPORT"
+	grep -qE "$KERNEL_REPORT" < <(tr -d '\r' <"$(vm_dir "$1")/guest-console.log" 2>/dev/null)
 }
 
 # Whether VM I handed over its root: over 9p, or over the port.

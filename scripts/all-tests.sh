@@ -165,7 +165,7 @@ checkpatch() {
 		# description from line 2, so SPDX goes on line 3; and libc's
 		# names (PRIx64, Dl_info, Elf64_Ehdr) are not CamelCase of ours.
 		ignore=
-		if ! sed -n 's|^+++ b/||p' "$TOP/patches/$p" | grep -qv -e '^tools/perf/' -e '^MAINTAINERS$'; then
+		if ! grep -qv -e '^tools/perf/' -e '^MAINTAINERS$' < <(sed -n 's|^+++ b/||p' "$TOP/patches/$p"); then
 			ignore="--ignore CAMELCASE,SPDX_LICENSE_TAG"
 		fi
 		# The series adds no MAINTAINERS entry of its own: checkpatch's

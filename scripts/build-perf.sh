@@ -34,7 +34,7 @@ perf_make "$TREE" "$obj" "${args[@]}" >"$obj/build.log" 2>&1 || {
 }
 opts=$("$obj/perf" version --build-options)
 for feature in "${want[@]}"; do
-	echo "$opts" | grep -qE "^ +$feature" || {
+	grep -qE "^ +$feature" <<<"$opts" || {
 		echo "$opts"
 		die "perf was not built as it should be: no '$feature'"
 	}

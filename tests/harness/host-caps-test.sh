@@ -41,9 +41,9 @@ for h in bare full; do
 done
 [ $fail -eq 0 ] && ok "both made-up hosts answered right: $(echo $file_conditions | wc -w) conditions each"
 # The accelerator decides L1's PMU: TCG emulates none, KVM passes the host's.
-caps --root "$tmp/full" --l1-accel kvm | grep -qP '^no-l1-pmu\tno\t' &&
-	caps --root "$tmp/bare" --l1-accel kvm | grep -qP '^no-l1-pmu\tyes\t' &&
-	caps --root "$tmp/full" --l1-accel tcg | grep -qP '^no-l1-pmu\tyes\t' &&
+grep -qP '^no-l1-pmu\tno\t' < <(caps --root "$tmp/full" --l1-accel kvm) &&
+	grep -qP '^no-l1-pmu\tyes\t' < <(caps --root "$tmp/bare" --l1-accel kvm) &&
+	grep -qP '^no-l1-pmu\tyes\t' < <(caps --root "$tmp/full" --l1-accel tcg) &&
 	ok "no-l1-pmu: yes under TCG, the host's answer under KVM" || bad "no-l1-pmu answered wrong"
 
 # This host: every condition tests/expected names is answered (the perf

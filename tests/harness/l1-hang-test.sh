@@ -12,7 +12,7 @@ rc=$?
 sed 's/^/    | /' "$out"
 [ $rc -eq 124 ] || { echo "l1-run exited with status $rc, not 124 (timed out)"; exit 1; }
 grep -q '^started$' "$out" || { echo "the command did not run in L1"; exit 1; }
-grep -A1 '^  | == [0-9]* sleep 1000' "$out" | grep -q 'wchan: hrtimer_nanosleep' || {
+grep -q 'wchan: hrtimer_nanosleep' < <(grep -A1 '^  | == [0-9]* sleep 1000' "$out") || {
 	echo "l1-run timed out without showing where the command slept"; exit 1; }
 grep -qE "^  \| CPU 0: RIP=[0-9a-f]+ \([^ ]+ in L1's kernel\)" "$out" || {
 	echo "l1-run timed out without showing where L1's CPUs were"; exit 1; }
