@@ -324,7 +324,13 @@ packages_small() {
 		return 0
 	fi
 	PKG_SMALL=1 bash "$TOP/scripts/packages.sh" || return 1
-	{ grep -v '^packages-small ' "$verified" 2>/dev/null || true; echo "packages-small $key"; } >"$verified.new"
+	# Where scripts/bisect-build.sh, which keeps the other lines above its
+	# own, leaves it: after the comments, before the builds of the series.
+	{
+		grep '^#' "$verified" 2>/dev/null || true
+		echo "packages-small $key"
+		grep -v -e '^#' -e '^packages-small ' "$verified" 2>/dev/null || true
+	} >"$verified.new"
 	mv "$verified.new" "$verified"
 }
 
