@@ -7,6 +7,15 @@
 #                 builds, harness tests, the L1 suite, bench smoke, short demo;
 #                 judged against tests/expected (every result, and the skips
 #                 it allows with their reasons); CHECK_SECONDS=4800 its time
+#   make check-host  on a host booted into the series' kernel (make
+#                 packages' kernel), as root: the KVM selftests, the perf
+#                 tests that need the series' kernel and a real guest
+#                 recorded under the host's KVM, judged against
+#                 tests/expected with this host's conditions (no PMU, no
+#                 SVM...); make packages' perf and selftests where they are
+#                 installed, else make build's (scripts/check-host.sh;
+#                 CHECK_HOST_PERF=all: all of perf's tests too).  make check
+#                 runs it inside L1
 #   make expected rewrite tests/expected from the last make check's results
 #                 (build/out/check/results.txt): read the diff before committing
 #   make build    the patched kernel, perf and the KVM selftests
@@ -45,15 +54,18 @@
 
 S := scripts
 
-.PHONY: all check expected build deps tree export kernel perf selftests bench bench-memslots demo demo-deps demo-soak bochs bisect packages l1 l1-kvm-down clean distclean
+.PHONY: all check check-host expected build deps tree export kernel perf selftests bench bench-memslots demo demo-deps demo-soak bochs bisect packages l1 l1-kvm-down clean distclean
 
 all: build
 
 check:
 	@bash $(S)/all-tests.sh
 
+check-host:
+	@bash $(S)/check-host.sh
+
 expected:
-	@python3 $(S)/results.py accept build/out/check/results.txt tests/expected
+	@python3 $(S)/results.py accept --nested l1/check-host/ build/out/check/results.txt tests/expected
 
 deps:
 	@bash $(S)/deps.sh

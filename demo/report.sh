@@ -21,6 +21,9 @@
 # with several VMs (OUTDIR/vms), each VM's, from OUTDIR/NAME.
 #
 #   demo/report.sh OUTDIR
+#
+# DEMO_DRAW=0 stops short of the flame graphs (HTML and pictures): the
+# script output and folded stacks only, which make check-host checks.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
@@ -33,7 +36,8 @@ step() { printf '[demo %4ds] %s\n' "$SECONDS" "$*"; }
 warn() { printf '[demo] warning: %s\n' "$*" >&2; }
 
 [ -s "$outdir/perf.data" ] || die "no perf.data in $outdir"
-[ -f "$template" ] || die "no flame-graph template at $template: run demo/deps.sh"
+draw=${DEMO_DRAW:-1}
+[ "$draw" = 0 ] || [ -f "$template" ] || die "no flame-graph template at $template: run demo/deps.sh"
 
 # One VM (its files in OUTDIR): what the guest shared; a missing piece
 # leaves those frames as addresses.
@@ -162,11 +166,13 @@ HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report stackcollapse -- --i
 	>folded-vm.txt 2>>perf-kvm-script.err ||
 	die "perf kvm script report stackcollapse -- --include-vm failed: $(tail -n 5 perf-kvm-script.err)"
 
-step "drawing: perf kvm script report flamegraph --include-vm (d3-flame-graph 4.1.3)"
-rm -f flamegraph.html
-HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report flamegraph -- --include-vm \
-	--template "$template" -o flamegraph.html >>perf-kvm-script.err 2>&1 </dev/null || true
-[ -s flamegraph.html ] || die "perf script report flamegraph wrote no HTML: $(tail -n 5 perf-kvm-script.err)"
+rm -f flamegraph.html flamegraph.png flamegraph-vcpu.html flamegraph-vcpu.png
+if [ "$draw" != 0 ]; then
+	step "drawing: perf kvm script report flamegraph --include-vm (d3-flame-graph 4.1.3)"
+	HOME=$home "$PERF" kvm "${opts[@]}" -i $input script report flamegraph -- --include-vm \
+		--template "$template" -o flamegraph.html >>perf-kvm-script.err 2>&1 </dev/null || true
+	[ -s flamegraph.html ] || die "perf script report flamegraph wrote no HTML: $(tail -n 5 perf-kvm-script.err)"
+fi
 
 # A picture of flame graph NAME.html: NAME.png, and NAME.labels, the names
 # it shows.
@@ -177,8 +183,10 @@ render() {
 		die "could not render $1.html in Chromium: $(tail -n 5 render.log)"
 }
 
-step "taking a picture of the flame graph in headless Chromium"
-render flamegraph
+if [ "$draw" != 0 ]; then
+	step "taking a picture of the flame graph in headless Chromium"
+	render flamegraph
+fi
 
 # One VM recorded with its host side: the whole vCPU thread, host and
 # guest, where the VM and its QEMU are the host's (--host), with L1's
@@ -192,12 +200,13 @@ if [ "$several" = 0 ] && [ "$(cat machines 2>/dev/null)" = "--host --guest" ]; t
 	HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input script --kallsyms=host-kallsyms \
 		report stackcollapse -- --include-vm >folded-vcpu.txt 2>>perf-kvm-vcpu.err ||
 		die "perf kvm --host --guest script report stackcollapse failed: $(tail -n 5 perf-kvm-vcpu.err)"
-	rm -f flamegraph-vcpu.html
-	HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input script --kallsyms=host-kallsyms \
-		report flamegraph -- --include-vm --template "$template" -o flamegraph-vcpu.html >>perf-kvm-vcpu.err 2>&1 </dev/null || true
-	[ -s flamegraph-vcpu.html ] ||
-		die "perf script report flamegraph wrote no HTML of the vCPU thread: $(tail -n 5 perf-kvm-vcpu.err)"
-	render flamegraph-vcpu
+	if [ "$draw" != 0 ]; then
+		HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input script --kallsyms=host-kallsyms \
+			report flamegraph -- --include-vm --template "$template" -o flamegraph-vcpu.html >>perf-kvm-vcpu.err 2>&1 </dev/null || true
+		[ -s flamegraph-vcpu.html ] ||
+			die "perf script report flamegraph wrote no HTML of the vCPU thread: $(tail -n 5 perf-kvm-vcpu.err)"
+		render flamegraph-vcpu
+	fi
 fi
 
 # folded-vm.txt: "VM;comm;outermost;...;innermost COUNT"
@@ -215,8 +224,10 @@ echo
 echo "Files in $outdir:"
 files=(perf.data)
 [ "$input" = perf.data ] || files+=("$input")
-files+=(perf-kvm-script.txt folded.txt flamegraph.html flamegraph.png top-stacks.txt)
-[ ! -s flamegraph-vcpu.png ] || files+=(folded-vcpu.txt flamegraph-vcpu.html flamegraph-vcpu.png)
+files+=(perf-kvm-script.txt folded.txt top-stacks.txt)
+[ "$draw" = 0 ] || files+=(flamegraph.html flamegraph.png)
+[ ! -s folded-vcpu.txt ] || files+=(folded-vcpu.txt)
+[ ! -s flamegraph-vcpu.png ] || files+=(flamegraph-vcpu.html flamegraph-vcpu.png)
 for f in "${files[@]}"; do
 	printf '  %-20s %s\n' "$f" "$(du -h "$f" | cut -f1)"
 done

@@ -15,8 +15,9 @@
 #
 #   emulators (one at a time, each keeps a CPU busy): the harness tests
 #   that boot L1 -> guest_callchain_test on Intel VMX under Bochs, from a
-#   checkout under /tmp -> the L1 suite (KVM selftests, the perf tests
-#   that need the series' kernel) -> the VMs' opt-in in an L1 under
+#   checkout under /tmp -> the L1 suite (make check-host inside L1: KVM
+#   selftests, the perf tests that need the series' kernel, a guest
+#   recorded) -> the VMs' opt-in in an L1 under
 #   lockdown=integrity -> a smoke run of the benchmark -> the short demo
 #   and its bad uses -> two VMs at once, one recording, told apart, and
 #   given the wrong sidebands;
@@ -69,8 +70,8 @@ summary() {
 	cat "$L1_RETRIES" >>"$RESULTS/results.txt"
 	# One checkpatch result per patch of the series, besides the list.
 	series_patches | sed 's|^|checkpatch/|' >"$RESULTS/expected-checkpatch"
-	python3 "$TOP/scripts/results.py" check --caps "$HOST_CAPS" "$RESULTS/results.txt" \
-		"$TOP/tests/expected" "$RESULTS/expected-checkpatch"
+	python3 "$TOP/scripts/results.py" check --caps "$HOST_CAPS" --without "$CHECK_HOST_SCOPE" \
+		--nested l1/check-host/ "$RESULTS/results.txt" "$TOP/tests/expected" "$RESULTS/expected-checkpatch"
 }
 
 # A stage everything after it depends on: on failure, count it and stop.
@@ -223,17 +224,38 @@ harness() {
 	done
 }
 
+# The L1 suite (tests/l1/run.sh): make check-host inside L1, its selftests
+# and perf tests in an L1 of two CPUs, its guest in one of one (the script
+# says why), each part judged there by L1's conditions; its results come
+# here under l1/check-host/, counted and shown, not judged again
+# (results.py check --nested), and l1/check-host passes when both parts
+# did.  The guest is built here: L1 sees this machine's root read-only.
 l1suite() {
-	local rc=0
-	bash "$TOP/scripts/l1-run.sh" -t 2400 -n suite bash "$TOP/tests/l1/run.sh" || rc=$?
-	if [ -s "$OUT/l1/suite/results.txt" ]; then
-		cat "$OUT/l1/suite/results.txt" >>"$RESULTS/results.txt"
+	local part dir status=0 rc
+	DEMO_GUEST=stock bash "$TOP/demo/guest-image.sh" >"$RESULTS/guest-image.log" 2>&1 ||
+		echo "no guest image ($RESULTS/guest-image.log): check-host's guest/record will fail"
+	for part in tests guest; do
+		dir=$OUT/l1/suite-$part
+		rc=0
+		if [ $part = tests ]; then
+			bash "$TOP/scripts/l1-run.sh" -t 2400 -n "suite-$part" bash "$TOP/tests/l1/run.sh" $part || rc=$?
+		else
+			L1_SMP=1 bash "$TOP/scripts/l1-run.sh" -t 900 -n "suite-$part" bash "$TOP/tests/l1/run.sh" $part || rc=$?
+		fi
+		[ "$(cat "$dir/check-host.status" 2>/dev/null)" = 0 ] || status=1
+		cat "$dir/results.txt" >>"$RESULTS/results.txt" 2>/dev/null
+		[ ! -s "$dir/check-host/results.txt" ] ||
+			sed 's|^\([A-Z]*\) |\1 l1/check-host/|' "$dir/check-host/results.txt" >>"$RESULTS/results.txt"
+		# Passing tests in a kernel whose log shows a report still fail.
+		if [ $rc -ne 0 ] && [ "$(cat "$dir/check-host.status" 2>/dev/null)" = 0 ] &&
+			! grep -q '^FAIL' "$dir/results.txt" 2>/dev/null; then
+			record FAIL "l1/kernel-log-or-boot-$part"
+		fi
+	done
+	if [ $status = 0 ]; then
+		record PASS l1/check-host
 	else
-		record FAIL "l1/no-results"
-	fi
-	# Passing tests in a kernel whose log shows a report still fail the run.
-	if [ $rc -ne 0 ] && ! grep -q '^FAIL' "$OUT/l1/suite/results.txt" 2>/dev/null; then
-		record FAIL "l1/kernel-log-or-boot"
+		record FAIL l1/check-host
 	fi
 	return 0
 }
@@ -261,8 +283,7 @@ orc_base_kernel() (
 )
 
 host_caps() {
-	python3 "$TOP/scripts/host-caps.py" --perf "perf=$PERF" --l1-accel "$(l1_accel | cut -f1)" \
-		>"$HOST_CAPS.new" || return 1
+	python3 "$TOP/scripts/host-caps.py" --perf "perf=$PERF" >"$HOST_CAPS.new" || return 1
 	harness_conditions >>"$HOST_CAPS.new"
 	mv "$HOST_CAPS.new" "$HOST_CAPS" &&
 		awk -F'\t' '!/^perf:/ { printf "  %-24s %-4s %s\n", $1, $2, $3 }' "$HOST_CAPS"
@@ -310,14 +331,16 @@ bisect_build() {
 # make packages' path in its small configuration, when what it is made
 # from changed since tests/verified-builds recorded it built (make packages
 # PKG_SMALL=1 builds it whatever the record says): the packaging scripts,
-# the configurations, the base, the compiler and the package's perf build.
+# the configurations, the base, the compiler, the package's perf build and
+# its selftests.
 packages_small() {
 	local key verified=$TOP/tests/verified-builds
 	key=$( {
 		cat "$TOP/scripts/packages.sh" "$TOP/scripts/packages-check.sh" \
-			"$TOP/config/packages-small.config" "$TOP/config/base.conf"
+			"$TOP/config/packages-small.config" "$TOP/config/base.conf" \
+			"$TOP/tests/l1/kvm-selftests"
 		gcc --version | head -n 1
-		declare -f perf_package_make
+		declare -f perf_package_make selftests_make
 	} | sha1sum | cut -d' ' -f1)
 	if grep -qx "packages-small $key" "$verified" 2>/dev/null; then
 		stage_note "cached: built before from these inputs (tests/verified-builds: $key); PKG_SMALL=1 make packages builds it again"

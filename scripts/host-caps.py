@@ -2,7 +2,7 @@
 """What this host and perf's builds can do: the conditions tests/expected
 names for the skips it allows, probed once per run.
 
-  host-caps.py [--root DIR] [--perf NAME=PERF]... [--l1-accel tcg|kvm]
+  host-caps.py [--root DIR] [--perf NAME=PERF]...
   host-caps.py --only-perf --perf NAME=PERF...
 
 prints a line per condition, "CONDITION<TAB>yes|no<TAB>EVIDENCE", in the
@@ -15,8 +15,9 @@ skip.  The host's: no-pmu, no-hw-breakpoint (a breakpoint set on a
 function that then runs does not count), no-schedstats,
 no-function-tracer, no-uncore, no-amd-ibs, no-intel-pt, no-lbr,
 not-intel-hybrid, not-arm, not-arm64, x86, no-kernel-debuginfo,
-no-tsc-in-mmap-page, no-drm-pmu, no-l1-pmu
-(what L1's QEMU accelerator, --l1-accel, emulates), not-intel.  With the
+no-tsc-in-mmap-page, no-drm-pmu, not-intel, no-svm and no-pku (the CPU's
+flags), no-nmi-sampler (the harness's NMI source, tests/nmi-sampler, not
+loaded).  With the
 perf named "perf" (the host's build), what that perf can do here:
 no-mem-events, no-branch-filter, no-kvm-stat (which -s qemu, /dev/kvm and
 perf kvm stat record, as perf's kvm test asks), no-java-agent (jshell and
@@ -168,7 +169,7 @@ def function_tracer(root):
     return False, f"{where}: function; available_filter_functions readable"
 
 
-def host_conditions(root, l1_accel):
+def host_conditions(root):
     real = os.path.realpath(root) == "/"
     release = os.uname().release if real else open(
         os.path.join(root, "proc/sys/kernel/osrelease"), encoding="utf-8").read().strip()
@@ -200,24 +201,34 @@ def host_conditions(root, l1_accel):
     cond["not-arm"] = (not machine.startswith(("arm", "aarch64")), f"machine {machine}")
     cond["not-arm64"] = (machine != "aarch64", f"machine {machine}")
     cond["x86"] = (machine in ("x86_64", "i686"), f"machine {machine}")
-    try:
-        with open(os.path.join(root, "proc/cpuinfo"), encoding="utf-8") as f:
-            vendor = next((line.split(":")[1].strip() for line in f
-                           if line.startswith("vendor_id")), "none")
-    except OSError:
-        vendor = "no /proc/cpuinfo"
+    vendor, flags = cpuinfo(root)
     cond["not-intel"] = (vendor != "GenuineIntel", f"vendor {vendor}")
+    cond["no-svm"] = ("svm" not in flags, f"CPU flags {'with' if 'svm' in flags else 'without'} svm")
+    cond["no-pku"] = ("pku" not in flags, f"CPU flags {'with' if 'pku' in flags else 'without'} pku")
     cond["no-kernel-debuginfo"] = lacks(root, f"vmlinux of {release}",
                                         f"usr/lib/debug/boot/vmlinux-{release}",
                                         f"usr/lib/debug/lib/modules/{release}/vmlinux",
                                         f"boot/vmlinux-{release}",
                                         f"lib/modules/{release}/build/vmlinux")
     cond["no-drm-pmu"] = lacks(root, "DRM device", "dev/dri/card*", "dev/dri/renderD*")
-    cond["no-l1-pmu"] = (l1_accel != "kvm" or cond["no-pmu"][0],
-                         f"L1 under {l1_accel}" + (", which emulates no PMU counters"
-                                                   if l1_accel != "kvm" else
-                                                   f"; host: {cond['no-pmu'][1]}"))
+    cond["no-nmi-sampler"] = lacks(root, "nmi_sampler module", "sys/module/nmi_sampler")
     return cond
+
+
+def cpuinfo(root):
+    """The first CPU's vendor and flags in ROOT's /proc/cpuinfo."""
+    vendor, flags = "none", set()
+    try:
+        with open(os.path.join(root, "proc/cpuinfo"), encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "vendor_id" and vendor == "none":
+                    vendor = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+    except OSError:
+        vendor = "no /proc/cpuinfo"
+    return vendor, flags
 
 
 def runs(*cmd):
@@ -290,18 +301,16 @@ def perf_conditions(name, perf):
 
 
 def main(argv):
-    root, perfs, l1_accel, only_perf = "/", [], "tcg", False
+    root, perfs, only_perf = "/", [], False
     args = list(argv[1:])
     while args:
         opt = args.pop(0)
         if opt == "--only-perf":
             only_perf = True
-        elif opt in ("--root", "--perf", "--l1-accel") and args:
+        elif opt in ("--root", "--perf") and args:
             value = args.pop(0)
             if opt == "--root":
                 root = value
-            elif opt == "--l1-accel":
-                l1_accel = value
             else:
                 name, sep, path = value.partition("=")
                 if not sep:
@@ -309,7 +318,7 @@ def main(argv):
                 perfs.append((name, path))
         else:
             sys.exit(__doc__.split("\n\n")[1])
-    cond = {} if only_perf else host_conditions(root, l1_accel)
+    cond = {} if only_perf else host_conditions(root)
     for name, path in perfs:
         if name == "perf" and not only_perf:
             cond.update(perf_host_conditions(path))

@@ -10,6 +10,10 @@ OUT=${OUT:-$BUILD/out}			# results: $OUT/check, $OUT/l1/NAME
 # What this host and perf's builds can do (scripts/host-caps.py), probed
 # once per make check: the conditions of tests/expected's skips
 HOST_CAPS=${HOST_CAPS:-$OUT/check/host-caps.txt}
+# The results of tests/expected that make check-host records, on a host
+# booted into the series' kernel (scripts/check-host.sh; make check runs it
+# inside L1), by their names' prefixes; make check records the rest.
+CHECK_HOST_SCOPE=kvm/,kernel/perf/,guest/
 KBUILD=${KBUILD:-$BUILD/kbuild}		# the kernel's O= directory
 BZIMAGE=${BZIMAGE:-$BUILD/bzImage}	# the test kernel, L1's and the demo guest's
 PERFBUILD=${PERFBUILD:-$BUILD/perf}	# perf's O= directory
@@ -17,7 +21,7 @@ PERF=${PERF:-$PERFBUILD/perf}
 QEMUDIR=${QEMUDIR:-$BUILD/qemu}		# L1's QEMU, unpacked under root/ (scripts/qemu.sh)
 L1_QEMU=${L1_QEMU:-$QEMUDIR/root/usr/bin/qemu-system-x86_64}
 L1_QEMU_DATA=${L1_QEMU_DATA:-$QEMUDIR/root/usr/share}	# its firmware
-KVM_GUEST_CALLCHAINS_TOOL=$TREE/tools/kvm/kvm_guest_callchains/kvm_guest_callchains.py	# opts a running VM in
+KVM_GUEST_CALLCHAINS_TOOL=${KVM_GUEST_CALLCHAINS_TOOL:-$TREE/tools/kvm/kvm_guest_callchains/kvm_guest_callchains.py}	# opts a running VM in
 SELFTESTS=${SELFTESTS:-$BUILD/selftests/kvm}
 BENCHBUILD=${BENCHBUILD:-$BUILD/bench}
 NMI_SAMPLER=${NMI_SAMPLER:-$BUILD/nmi-sampler/nmi_sampler.ko}	# tests/nmi-sampler, built with the kernel

@@ -10,7 +10,8 @@
 # /opt/perf-guest-callchains, built as a distribution builds perf (BPF
 # skeletons, Perl) and with the libraries the guest workflows
 # need, with 'perf kvm script', --guestimage, perf inject --guest-data,
-# --sort vm and the flame graph scripts; its Depends name those libraries.
+# --sort vm and the flame graph scripts, and the KVM selftests of make
+# check-host; its Depends name those libraries.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -76,5 +77,9 @@ done
 tool_help=$("$prefix/bin/kvm_guest_callchains" --help 2>&1 || true)
 grep -qi 'usage' <<<"$tool_help" && ok "kvm_guest_callchains" ||
 	bad "no kvm_guest_callchains in the perf package"
+missing=$(grep -v -e '^#' -e '^$' "$TOP/tests/l1/kvm-selftests" |
+	while read -r t; do [ -x "$prefix/libexec/kvm-selftests/$t" ] || echo "$t"; done)
+[ -z "$missing" ] && ok "the KVM selftests make check-host runs, in libexec/kvm-selftests" ||
+	bad "the perf package lacks the KVM selftests ${missing//$'\n'/ }"
 [ $bad -eq 0 ] || die "the packages in $dir lack what the README uses (above)"
 say "packages in $dir hold what the README uses"

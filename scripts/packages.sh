@@ -16,7 +16,8 @@
 #     xz for kernel images),
 #     installed under /opt/perf-guest-callchains beside the distribution's
 #     perf, its scripts (and man pages where asciidoc is installed) included,
-#     with kvm_guest_callchains, which opts a running VM in.
+#     with kvm_guest_callchains, which opts a running VM in, and the KVM
+#     selftests make check-host runs (libexec/kvm-selftests).
 #
 # then checks their contents (scripts/packages-check.sh).  Everything goes
 # to $PKGOUT (build/packages).  On this 2-core machine the kernel of a
@@ -134,6 +135,19 @@ if command -v asciidoc >/dev/null && command -v xmlto >/dev/null; then
 fi
 # The administrator's tool that opts a running VM in, from the kernel series.
 install -m 0755 "$KVM_GUEST_CALLCHAINS_TOOL" "$root$prefix/bin/kvm_guest_callchains"
+# The KVM selftests make check-host runs on a host booted into this
+# kernel (tests/l1/kvm-selftests), built against its headers.
+say "building the KVM selftests make check-host runs"
+mapfile -t selftests < <(grep -v -e '^#' -e '^$' "$TOP/tests/l1/kvm-selftests")
+kmake headers_install >"$PKGOUT/selftests-build.log" 2>&1 &&
+	KBUILD=$kobj selftests_make "$TREE" "$PKGOUT/selftests" "${selftests[@]/#/$PKGOUT/selftests/}" \
+		>>"$PKGOUT/selftests-build.log" 2>&1 || {
+	tail -n 40 "$PKGOUT/selftests-build.log"
+	die "the KVM selftests did not build (log: $PKGOUT/selftests-build.log)"
+}
+for t in "${selftests[@]}"; do
+	install -D -m 0755 "$PKGOUT/selftests/$t" "$root$prefix/libexec/kvm-selftests/$t"
+done
 version=$("$root$prefix/bin/perf" version | awk '{ print $3 }')
 mkdir -p "$root/DEBIAN" "$PKGOUT/shlibs/debian"
 echo "Source: perf-guest-callchains" >"$PKGOUT/shlibs/debian/control"
@@ -151,7 +165,8 @@ Description: perf with guest call chains for KVM hosts
  perf from Linux $LINUX_SERIES with the guest call chain series: perf kvm
  script, guest processes from the guest's sideband, guest stacks unwound
  with DWARF and ORC.  Installed under $prefix, beside the distribution's
- perf: run $prefix/bin/perf.
+ perf: run $prefix/bin/perf.  With the KVM selftests that make check-host
+ runs, in $prefix/libexec/kvm-selftests.
 EOF
 dpkg-deb --root-owner-group -Zxz -b "$root" "$PKGOUT/perf-guest-callchains_${version}-1_$(dpkg --print-architecture).deb" >/dev/null
 say "packages in $PKGOUT:"

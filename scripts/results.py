@@ -19,7 +19,8 @@ result make check must record, each expected to pass unless it names the
 condition of this host under which it skips (scripts/host-caps.py probes
 them once per run):
 
-  results.py check [--caps CAPS] RESULTS EXPECTED [EXTRA]
+  results.py check [--caps CAPS] [--only PREFIXES | --without PREFIXES]
+                   [--nested PREFIX] RESULTS EXPECTED [EXTRA]
         prints the conditions the list relied on, a line per problem and
         "N passed, N failed, N skipped, N retried"; exits 1 on any FAIL,
         any SKIP the list does not allow here (a skip whose condition does
@@ -28,11 +29,17 @@ them once per run):
         wrong), any result the list does not name, a result recorded
         twice, more than MAX_RETRIES retries, or no results at all.  CAPS:
         host-caps.py's answers; EXTRA: more expected names (make check's
-        checkpatch results, one per patch).
-  results.py accept RESULTS EXPECTED
+        checkpatch results, one per patch).  --only: the list's entries
+        under those prefixes (comma-separated) only, --without: all but
+        those (make check-host runs the one part, make check the other);
+        --nested: results under PREFIX were judged by a run of their own
+        (make check-host inside L1, whose verdict is a result of this
+        list): counted, not judged again.
+  results.py accept [--nested PREFIX] RESULTS EXPECTED
         rewrites EXPECTED from a run's RESULTS, keeping the reasons of the
         skips it still allows and its comments; a new skip gets the reason
-        the test gave, to be read and edited before committing.
+        the test gave, to be read and edited before committing.  Results
+        under PREFIX (a nested run's) are listed by their own names.
   results.py count RESULTS [PREFIX]
         "N passed, N failed, N skipped, N retried" of RESULTS (of the
         names under PREFIX/ only), not judged: for a stage's own line.
@@ -212,9 +219,18 @@ def perftest(prefix, lines):
     return out
 
 
-def check(results_path, expected_path, extra_path=None, caps_path=None):
+def in_scope(name, only, without):
+    """Whether a list entry is this run's (--only, --without)."""
+    if only:
+        return name.startswith(tuple(only))
+    return not name.startswith(tuple(without))
+
+
+def check(results_path, expected_path, extra_path=None, caps_path=None,
+          only=(), without=(), nested=None):
     results = read_results(results_path)
-    expected = read_expected(expected_path)
+    expected = {name: e for name, e in read_expected(expected_path).items()
+                if in_scope(name, only, without)}
     caps = read_caps(caps_path)
     if extra_path:
         with open(extra_path, encoding="utf-8") as f:
@@ -227,6 +243,11 @@ def check(results_path, expected_path, extra_path=None, caps_path=None):
         if verdict == "RETRY":
             retried += 1
             problems.append(f"retried: {name} ({reason or 'no reason given'})")
+            continue
+        if nested and name.startswith(nested):
+            passed += verdict == "PASS"
+            failed += verdict == "FAIL"
+            skipped += verdict == "SKIP"
             continue
         if name in seen:
             failed += 1
@@ -306,7 +327,7 @@ def entry(name, kind, conds, why):
     return f"{name}\t{word}{cond}: {why}\n"
 
 
-def accept(results_path, expected_path):
+def accept(results_path, expected_path, nested=None):
     """Rewrite the list from a run, keeping comments, conditions and
     reasons; a new skip gets the condition CONDITION? to be filled in."""
     old = read_expected(expected_path)
@@ -320,6 +341,8 @@ def accept(results_path, expected_path):
     for verdict, name, reason in read_results(results_path):
         if name.startswith("checkpatch/") or verdict == "RETRY":
             continue
+        if nested and name.startswith(nested):
+            name = name[len(nested):]
         # A test left out under a condition that did not hold here ran as
         # its sub-tests: its own line stays, before theirs.
         parent = name.split(SUB)[0]
@@ -357,24 +380,30 @@ def descriptions(expected_path, prefix, which, caps_path=None):
 
 def main(argv):
     usage = __doc__.split("\n\n")[1]
-    args = argv[1:]
-    caps = None
-    if len(args) > 2 and args[1] == "--caps":
-        caps = args[2]
-        del args[1:3]
-    if not args:
+    if len(argv) < 2:
         sys.exit(usage)
-    cmd, args = args[0], args[1:]
+    cmd, args = argv[1], argv[2:]
+    opts = {}
+    while len(args) > 1 and args[0] in ("--caps", "--only", "--without", "--nested"):
+        opts[args[0][2:]] = args[1]
+        del args[:2]
+    caps = opts.pop("caps", None)
+    if set(opts) - ({"nested"} if cmd == "accept" else set() if cmd != "check" else set(opts)) \
+            or "only" in opts and "without" in opts:
+        sys.exit(usage)
     if cmd in ("ktap", "perftest") and len(args) == 1:
         for line in (ktap if cmd == "ktap" else perftest)(args[0], sys.stdin):
             print(line)
         return 0
     if cmd == "check" and len(args) in (2, 3):
-        return check(*args, caps_path=caps)
+        return check(*args, caps_path=caps,
+                     only=[p for p in opts.get("only", "").split(",") if p],
+                     without=[p for p in opts.get("without", "").split(",") if p],
+                     nested=opts.get("nested"))
     if cmd == "count" and len(args) in (1, 2):
         return count(*args)
     if cmd == "accept" and len(args) == 2:
-        return accept(*args)
+        return accept(*args, nested=opts.get("nested"))
     if cmd in ("notrun", "alone") and len(args) == 2:
         return descriptions(*args, cmd, caps_path=caps)
     sys.exit(usage)

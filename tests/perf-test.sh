@@ -4,15 +4,17 @@
 # sub-test appended to $STAGE_RESULTS (scripts/results.py perftest), perf
 # test's output beside it.
 #
-#   tests/perf-test.sh perf       on the host (make check): every test but
-#                                 those tests/expected marks "not run" (perf
-#                                 test --skip; they show as skipped) and
-#                                 those it names under l1/perf/; then those
-#                                 it marks "alone", one at a time (perf test
-#                                 runs the others side by side)
-#   tests/perf-test.sh l1/perf    inside L1 (tests/l1/run.sh): the tests
-#                                 tests/expected names under l1/perf/,
-#                                 those that need the series' kernel
+#   tests/perf-test.sh perf       every test but those tests/expected marks
+#                                 "not run" (perf test --skip; they show as
+#                                 skipped) and those it names under
+#                                 kernel/perf/; then those it marks "alone",
+#                                 one at a time (perf test runs the others
+#                                 side by side): make check on its host,
+#                                 make check-host CHECK_HOST_PERF=all
+#   tests/perf-test.sh kernel/perf
+#                                 the tests tests/expected names under
+#                                 kernel/perf/, those that need the
+#                                 series' kernel (make check-host)
 #   tests/perf-test.sh PREFIX DESCRIPTION...
 #                                 the tests of those descriptions, exactly
 #                                 (perf's other builds: PERF=.../perf)
@@ -27,12 +29,13 @@
 # is missing from the results, which fails make check (tests/expected).
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
-prefix=${1:?usage: $0 perf|l1/perf|PREFIX DESCRIPTION...}
+prefix=${1:?usage: $0 perf|kernel/perf|PREFIX DESCRIPTION...}
 shift
 [ -n "${STAGE_RESULTS:-}" ] || die "STAGE_RESULTS: the file the results go to"
 log=${STAGE_RESULTS%.*}-${prefix//\//-}.log
 expected=$TOP/tests/expected
-cd "$TREE/tools/perf" || exit 1
+# A packaged perf finds its shell tests where it is installed.
+[ ! -d "$TREE/tools/perf" ] || cd "$TREE/tools/perf" || exit 1
 
 # The numbers of the tests (top level) whose descriptions are given on stdin.
 numbers() {
@@ -50,16 +53,16 @@ list=$(mktemp)
 one=$(mktemp)
 trap 'rm -f "$list" "$one"' EXIT
 "$PERF" test list >"$list" 2>&1 || { cat "$list"; exit 1; }
-# The top-level descriptions that run in L1, and those not run at all.
-in_l1=$(awk -F'\t' '$1 ~ /^l1\/perf\// { sub(/^l1\/perf\//, "", $1); sub(/ :: .*/, "", $1); print $1 }' "$expected" | sort -u)
+# The top-level descriptions that need the series' kernel.
+series=$(awk -F'\t' '$1 ~ /^kernel\/perf\// { sub(/^kernel\/perf\//, "", $1); sub(/ :: .*/, "", $1); print $1 }' "$expected" | sort -u)
 if [ $# -gt 0 ]; then
 	run=$(printf '%s\n' "$@" | numbers "$list")
 	read -r -a args <<<"${run//,/ }"
 	[ ${#args[@]} -eq $# ] || { echo "perf test has not each of: $*"; exit 1; }
 else case $prefix in
-l1/perf)
-	run=$(numbers "$list" <<<"$in_l1")
-	[ -n "$run" ] || { echo "no perf test to run in L1"; exit 1; }
+kernel/perf)
+	run=$(numbers "$list" <<<"$series")
+	[ -n "$run" ] || { echo "no perf test that needs the series' kernel"; exit 1; }
 	# perf test takes the tests to run as separate numbers.
 	read -r -a args <<<"${run//,/ }"
 	;;
@@ -68,11 +71,11 @@ perf)
 	[ -s "$HOST_CAPS" ] || die "no $HOST_CAPS: make check probes it (scripts/host-caps.py)"
 	notrun=$(python3 "$TOP/scripts/results.py" notrun --caps "$HOST_CAPS" "$expected" perf) ||
 		die "results.py notrun: $notrun"
-	skip=$( { echo "$notrun"; echo "$in_l1"
+	skip=$( { echo "$notrun"; echo "$series"
 		echo "$alone"; } | grep -v '^$' | sort -u | numbers "$list")
 	args=(${skip:+--skip "$skip"})
 	;;
-*) die "usage: $0 perf|l1/perf|PREFIX DESCRIPTION..." ;;
+*) die "usage: $0 perf|kernel/perf|PREFIX DESCRIPTION..." ;;
 esac; fi
 read -r -a extra <<<"${PERF_TEST_ARGS:-}"
 echo "$PERF test ${extra[*]} ${args[*]}"
@@ -80,10 +83,10 @@ echo "$PERF test ${extra[*]} ${args[*]}"
 "$PERF" test "${extra[@]}" "${args[@]}" >"$log" 2>&1
 rc=$?
 results=$(python3 "$TOP/scripts/results.py" perftest "$prefix" <"$log")
-elsewhere=$(printf '%s\n' "${in_l1:-}" "${alone:-}" | grep -v '^$')
+elsewhere=$(printf '%s\n' "${series:-}" "${alone:-}" | grep -v '^$')
 if [ "$prefix" = perf ] && [ -n "$elsewhere" ]; then
-	# The tests L1 runs and those run alone show here as skipped by
-	# request: not results.
+	# The tests of kernel/perf and those run alone show here as skipped
+	# by request: not results.
 	results=$(grep -vxF -f <(sed "s|^|SKIP perf/|; s|\$| # user override|" <<<"$elsewhere") <<<"$results")
 fi
 # Those whose outcome depends on having the machine to themselves.

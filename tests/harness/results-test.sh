@@ -100,6 +100,43 @@ for host in bare full; do
 	fi
 done
 caps=$tmp/caps-bare
+# The two parts of the list: make check-host's (CHECK_HOST_SCOPE), judged
+# with --only where it runs, and make check's, judged with --without and
+# the results of check-host inside L1 under --nested: counted, not judged
+# again.
+scope_re="^[A-Z]+ (${CHECK_HOST_SCOPE//,/|})"
+grep -E "$scope_re" "$tmp/good" >"$tmp/host-run"
+grep -vE "$scope_re" "$tmp/good" >"$tmp/check-run"
+sed 's|^\([A-Z]*\) |\1 l1/check-host/|' "$tmp/host-run" >>"$tmp/check-run"
+if [ -s "$tmp/host-run" ] &&
+	results check --caps "$caps" --only "$CHECK_HOST_SCOPE" "$tmp/host-run" "$expected" >"$tmp/out" 2>&1; then
+	ok "make check-host's part judged alone (--only): $(tail -n 1 "$tmp/out")"
+else
+	bad "make check-host's part judged alone: $(cat "$tmp/out")"
+fi
+n=$(wc -l <"$tmp/good")
+if results check --caps "$caps" --without "$CHECK_HOST_SCOPE" --nested l1/check-host/ \
+	"$tmp/check-run" "$expected" >"$tmp/out" 2>&1 &&
+	[ "$(tail -n 1 "$tmp/out" | awk '{ print $1 + $5 }')" = "$n" ]; then
+	ok "make check's part with check-host's results nested: all $n counted: $(tail -n 1 "$tmp/out")"
+else
+	bad "make check's part with check-host's results nested ($n results): $(cat "$tmp/out")"
+fi
+t=$(grep -m 1 '^PASS l1/check-host/kvm/' "$tmp/check-run" | cut -d' ' -f2-)
+sed "s|^PASS $t\$|FAIL $t|" "$tmp/check-run" >"$tmp/run"
+results check --caps "$caps" --without "$CHECK_HOST_SCOPE" --nested l1/check-host/ "$tmp/run" "$expected" >"$tmp/out" 2>&1 &&
+	bad "a nested failure ($t) passes make check: $(tail -n 1 "$tmp/out")" ||
+	ok "a nested failure is counted and fails the run: $(tail -n 1 "$tmp/out")"
+t=$(grep -m 1 '^PASS kvm/' "$tmp/host-run" | cut -d' ' -f2-)
+grep -vxF "PASS $t" "$tmp/host-run" >"$tmp/run"
+! results check --caps "$caps" --only "$CHECK_HOST_SCOPE" "$tmp/run" "$expected" >"$tmp/out" 2>&1 &&
+	grep -qF "missing: $t" "$tmp/out" && ok "make check-host missing a selftest ($t) fails, saying so" ||
+	bad "make check-host missing a selftest ($t): $(cat "$tmp/out")"
+grep -v ' l1/check-host/' "$tmp/check-run" >"$tmp/run"
+results check --caps "$caps" --without "$CHECK_HOST_SCOPE" --nested l1/check-host/ "$tmp/run" "$expected" >"$tmp/out" 2>&1 &&
+	! grep -q '^missing' "$tmp/out" &&
+	ok "make check does not ask for check-host's results itself (its verdict is l1/check-host)" ||
+	bad "make check without check-host's nested results: $(head -n 3 "$tmp/out")"
 # The full host passes what the bare one skips: fewer skips.
 [ "$(grep -c '^SKIP' "$tmp/good-full")" -lt "$(grep -c '^SKIP' "$tmp/good")" ] ||
 	bad "the made-up host with everything skips as much as the bare one"
@@ -118,7 +155,7 @@ t=$(pick '^PASS kvm/guest_callchain_test/')
 sed "s|^PASS $t\$|FAIL $t|" "$tmp/good" >"$tmp/run"
 expect_failure "a broken sub-test ($t)" "failed: $t"
 
-t=$(pick '^PASS l1/perf/')
+t=$(pick '^PASS kernel/perf/')
 [ -n "$t" ] || bad "tests/expected names no perf test"
 grep -vxF "PASS $t" "$tmp/good" >"$tmp/run"
 expect_failure "a removed perf test ($t)" "missing: $t"
