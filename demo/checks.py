@@ -41,7 +41,7 @@ THRESHOLDS = Path(__file__).resolve().parent / "thresholds.conf"
 ENV_OVERRIDES = {"MAX_LOST_PERCENT": "DEMO_MAX_LOST_PERCENT"}
 THRESHOLD_NAMES = frozenset({
     "MAX_LOST_PERCENT", "MIN_GUEST_SHARE_PERCENT", "MIN_VMS_GUEST_SHARE_PERCENT",
-    "MAX_UNKNOWN_THREAD_PERCENT",
+    "MAX_UNKNOWN_THREAD_PERCENT", "MIN_ASKED_SAMPLES_PERCENT",
     "MIN_CHAINED_PERCENT", "MIN_COMPLETE_KERNEL_PERCENT", "MIN_LEAF_MAIN_PERCENT",
     "MIN_LEAF_SAMPLES", "MIN_RESOLVED_IP_PERCENT", "MIN_VM_SHARE_PERCENT",
     "LABEL_MIN_PERMILLE", "MIN_PNG_BYTES", "MIN_VCPU_HOST_PERCENT",
@@ -362,6 +362,7 @@ def check_recording(v, outdir, limits):
         v.bad("recording.txt in %s does not say how many samples were recorded and lost" % outdir)
         return
     check_lost(v, rec, samples, lost, percent, limits["MAX_LOST_PERCENT"])
+    check_asked(v, rec, samples, limits["MIN_ASKED_SAMPLES_PERCENT"])
     stock = read_text(outdir / "demo-guest") == "stock"
     vms = parse_vms(outdir / "vms") if (outdir / "vms").is_file() else []
     if stock or any(vm.kind == "stock" for vm in vms):
@@ -398,6 +399,23 @@ def check_lost(v, rec, samples, lost, percent, max_lost):
     else:
         v.bad("the recording lost %d of %d samples (%s%%, more than %s%%)"
               % (lost, whole, rec["lost_percent"], num(max_lost)))
+
+
+def check_asked(v, rec, samples, least):
+    """The samples recorded, of those asked for: the rate for the seconds
+    recorded on each CPU that ran a vCPU (a CPU samples at the rate, and a
+    vCPU thread runs on one CPU at a time)."""
+    try:
+        rate, seconds = int(rec["rate"]), int(rec["seconds"])
+        cpus = min(int(rec["cpus"]), int(rec["vcpus"]))
+    except (KeyError, ValueError):
+        v.bad("recording.txt does not say the rate, seconds, CPUs and vCPUs it recorded")
+        return
+    asked = rate * seconds * cpus
+    figure = "%d samples recorded, %s of the %d asked for (%d a second for %d s on %d CPU%s)" % (
+        samples, pct(samples, asked), asked, rate, seconds, cpus, "" if cpus == 1 else "s")
+    v.check(100 * samples >= least * asked, "%s (at least %s%%)" % (figure, num(least)),
+            "only %s (need %s%%)" % (figure, num(least)))
 
 
 def check_sideband(v, lost):

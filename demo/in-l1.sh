@@ -422,6 +422,8 @@ record_guests() {
 		echo "rate $rate"
 		echo "ring_mib $mib"
 		echo "seconds $record_seconds"
+		echo "cpus $(nproc)"
+		echo "vcpus $(IFS=+; echo $((${vcpus[*]})))"
 		echo "took $took"
 		echo "samples $samples"
 		echo "lost $lost"

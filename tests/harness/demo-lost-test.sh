@@ -36,7 +36,8 @@ script() {
 # (SAMPLES recorded, 1000 unless given).
 recording() {
 	local samples=${3:-1000}
-	printf 'rate 250\nring_mib 16\nseconds 8\ntook 12\nsamples %s\nlost %s\nlost_chunks 1\nlost_percent %s\nsideband_lost %s\nattempts 1\n' \
+	printf 'rate 250\nring_mib 16\nseconds 8\ncpus 1\nvcpus %s\ntook 12\nsamples %s\nlost %s\nlost_chunks 1\nlost_percent %s\nsideband_lost %s\nattempts 1\n' \
+		"${vcpus:-1}" \
 		"$samples" "$1" "$(awk -v l="$1" -v s="$samples" 'BEGIN { printf "%.2f", 100 * l / (s + l) }')" "$2" \
 		>"$tmp/demo/recording.txt"
 }
@@ -68,6 +69,19 @@ lost=$(int "1000 * $lost_max * 4 / 100")	# four times the bound
 recording "$lost" 0
 fails "$(pct "$lost" $((1000 + lost)) 2)% lost fails, with the figure" \
 	"FAILED: the recording lost $lost of $((1000 + lost)) samples ($(pct "$lost" $((1000 + lost)) 2)%, more than $lost_max%)"
+# The samples asked for: 250 a second for 8 s on one CPU, 2000; as many
+# vCPUs, on one CPU, ask no more.
+asked=$(th MIN_ASKED_SAMPLES_PERCENT)
+recorded=$(int "2000 * $asked / 100")
+vcpus=3 recording 0 0 "$recorded"
+passes "$recorded samples recorded, $asked% of those asked for, pass" \
+	"ok: $recorded samples recorded, $(pct "$recorded" 2000 1)% of the 2000 asked for (250 a second for 8 s on 1 CPU)"
+recorded=$((recorded - 20))
+recording 0 0 "$recorded"
+fails "fewer samples than $asked% of those asked for fail, with the figure" \
+	"FAILED: only $recorded samples recorded, $(pct "$recorded" 2000 1)% of the 2000 asked for (250 a second for 8 s on 1 CPU) (need $asked%)"
+sed -i '/^cpus /d' "$tmp/demo/recording.txt"
+fails "a recording.txt that does not say its CPUs fails" "FAILED: recording.txt does not say the rate, seconds, CPUs and vCPUs"
 recording 0 2
 fails "a sideband that lost events fails" "FAILED: the guest's sideband lost events (2 PERF_RECORD_LOST records)"
 # share_cases LEAST WHO: the guest samples at LEAST% of the recording's
