@@ -36,8 +36,10 @@
 #                 other builds at the last
 #   make bochs    every guest call chain selftest sub-test on Intel VMX, our
 #                 kernel under Bochs (about 5 min; make check runs a part)
-#   make demo-soak RUNS=10 HOG=0   the short demo RUNS times in a row, checked,
-#                 with what each recording lost (HOG=N: stress-ng --cpu N beside)
+#   make demo-soak RUNS=10 HOG=0 GUESTS=1   the short demo RUNS times in a
+#                 row, checked, with the figures demo/thresholds.conf's bounds
+#                 come from (HOG=N: stress-ng --cpu N beside; GUESTS=2: the
+#                 two-VM demo)
 #   make packages a kernel package (bindeb-pkg, KVM as modules) and a perf
 #                 package for a Debian/Ubuntu host, in build/packages, from
 #                 the host's or Debian's config (hours on 2 cores;
@@ -106,7 +108,7 @@ bochs: build
 	@bash -c '. $(S)/lib.sh; stage bochs bash tests/bochs/vmx-test.sh --all'
 
 demo-soak: demo-deps kernel perf
-	@bash demo/soak.sh $(RUNS) $(HOG)
+	@bash demo/soak.sh $(RUNS) $(HOG) $(GUESTS)
 
 packages:
 	@bash $(S)/deps.sh packages

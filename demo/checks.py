@@ -43,7 +43,7 @@ THRESHOLD_NAMES = frozenset({
     "MAX_LOST_PERCENT", "MIN_GUEST_SHARE_PERCENT", "MIN_VMS_GUEST_SHARE_PERCENT",
     "MAX_UNKNOWN_THREAD_PERCENT", "MIN_ASKED_SAMPLES_PERCENT",
     "MIN_CHAINED_PERCENT", "MIN_COMPLETE_KERNEL_PERCENT", "MIN_LEAF_MAIN_PERCENT",
-    "MIN_LEAF_SAMPLES", "MIN_RESOLVED_IP_PERCENT", "MIN_VM_SHARE_PERCENT",
+    "MIN_LEAF_SHARE_PERCENT", "MIN_RESOLVED_IP_PERCENT", "MIN_VM_SHARE_PERCENT",
     "LABEL_MIN_PERMILLE", "MIN_PNG_BYTES", "MIN_VCPU_HOST_PERCENT",
 })
 
@@ -473,7 +473,7 @@ def check_output(v, outdir, limits):
     check_hot_loop(v, samples, limits)
     folded = parse_folded(outdir / "folded.txt")
     if stock:
-        check_programs(v, outdir, samples, limits["MIN_LEAF_SAMPLES"])
+        check_programs(v, outdir, samples, limits["MIN_LEAF_SHARE_PERCENT"])
         for prog in HOT_LEAVES:
             v.check(any(stack.startswith(prog + ";") for stack, _ in folded),
                     "the flame graph has %s's stacks under its own name" % prog,
@@ -592,16 +592,26 @@ def check_kernel_chains(v, samples, least):
 
 
 def check_hot_loop(v, samples, limits):
-    """The workload's hot loop (its program's, whoever ran it) reaches main."""
-    least, floor = limits["MIN_LEAF_MAIN_PERCENT"], limits["MIN_LEAF_SAMPLES"]
+    """The workload's hot loop (its program's, whoever ran it) holds its
+    share of the samples, and reaches main."""
+    least, share = limits["MIN_LEAF_MAIN_PERCENT"], limits["MIN_LEAF_SHARE_PERCENT"]
     leaf = [s for s in samples if s.frames and not is_kernel(s.frames[0])
             and s.frames[0].sym in HOT_LEAVES["workload"]]
+    check_leaf_share(v, "the workload's hot loop", len(leaf), len(samples), share)
     reach = sum(map(has_main, leaf))
-    v.check(len(leaf) >= floor and at_least(reach, len(leaf), least),
+    v.check(at_least(reach, len(leaf), least),
             "%d of %d samples in the workload's hot loop (%s) have a chain that reaches main"
             % (reach, len(leaf), pct(reach, len(leaf))),
-            "only %d of %d samples in the workload's hot loop have a chain that reaches main (need %s%%, and %s samples)"
-            % (reach, len(leaf), num(least), num(floor)))
+            "only %d of %d samples in the workload's hot loop have a chain that reaches main (need %s%%)"
+            % (reach, len(leaf), num(least)))
+
+
+def check_leaf_share(v, what, leaf, samples, least):
+    """A hot leaf holds at least LEAST percent of the guest samples: a
+    program that ran holds its share, whatever the recording's length."""
+    figure = "%s holds %d of the %d guest samples (%s" % (what, leaf, samples, pct(leaf, samples))
+    v.check(samples > 0 and 100 * leaf >= least * samples, "%s; at least %s%%)" % (figure, num(least)),
+            "%s; need %s%%)" % (figure, num(least)))
 
 
 def program_counts(samples):
@@ -635,7 +645,7 @@ def program_counts(samples):
     return leaf, good, cross, total, examples
 
 
-def check_programs(v, outdir, samples, floor):
+def check_programs(v, outdir, samples, share):
     """The stock guest's three programs, told apart by its sideband: every
     sample in a program's hot leaf is that program's (by comm), with a
     chain up to its main, and no sample of one program has a frame in
@@ -654,10 +664,11 @@ def check_programs(v, outdir, samples, floor):
     for line in examples:
         v.example(line)
     for prog in HOT_LEAVES:
-        v.check(leaf[prog] >= floor and good[prog] == leaf[prog],
+        check_leaf_share(v, "%s's hot leaf" % prog, leaf[prog], len(samples), share)
+        v.check(leaf[prog] > 0 and good[prog] == leaf[prog],
                 "all %d samples in %s's hot leaf are %s's, with a chain up to its main" % (leaf[prog], prog, prog),
-                "%d of %d samples in %s's hot leaf are %s's with a chain up to its main (need all, and %s or more)"
-                % (good[prog], leaf[prog], prog, prog, num(floor)))
+                "%d of %d samples in %s's hot leaf are %s's with a chain up to its main (need all)"
+                % (good[prog], leaf[prog], prog, prog))
         if not total[prog]:
             v.bad("no samples of %s to look for frames in another program's file" % prog)
         else:
@@ -894,12 +905,14 @@ def check_vm(v, vm, c, total, nvms, limits):
                 % (label, c.kernel_complete, c.kernel, pct(c.kernel_complete, c.kernel), num(least)),
                 "%s: only %d of its %d guest kernel samples have a complete, resolved chain to a kernel entry point (%s; need %s%%)"
                 % (label, c.kernel_complete, c.kernel, pct(c.kernel_complete, c.kernel), num(least)))
-        least, floor = limits["MIN_LEAF_MAIN_PERCENT"], limits["MIN_LEAF_SAMPLES"]
-        v.check(c.leaf >= floor and at_least(c.leaf_main, c.leaf, least),
+        check_leaf_share(v, "%s: its programs' hot leaves" % label, c.leaf, c.samples,
+                         limits["MIN_LEAF_SHARE_PERCENT"])
+        least = limits["MIN_LEAF_MAIN_PERCENT"]
+        v.check(at_least(c.leaf_main, c.leaf, least),
                 "%s: %d of its %d samples in its programs' hot leaves reach main under their program"
                 % (label, c.leaf_main, c.leaf),
-                "%s: %d of its %d samples in its programs' hot leaves reach main under their program (need %s%%, and %s samples)"
-                % (label, c.leaf_main, c.leaf, num(least), num(floor)))
+                "%s: %d of its %d samples in its programs' hot leaves reach main under their program (need %s%%)"
+                % (label, c.leaf_main, c.leaf, num(least)))
     v.check(c.others == 0,
             "%s: no frame of its %d samples is in another VM's files" % (label, c.samples),
             "%s: %d of its samples have frames in another VM's files" % (label, c.others))
