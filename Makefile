@@ -19,6 +19,10 @@
 #   make expected rewrite tests/expected from the last make check's results
 #                 (build/out/check/results.txt): read the diff before committing
 #   make build    the patched kernel, perf and the KVM selftests
+#   make verified-builds  copy make check's record of what built
+#                 (build/verified-builds) into tests/verified-builds, to
+#                 commit with the change that made it: CI then builds only
+#                 what it does not record
 #   make tree     materialise build/linux: base + patches/ with git am
 #   make export   write the commits of build/linux back into patches/
 #   make bench    in-kernel vs userspace guest call-chain sampling, side by
@@ -56,12 +60,16 @@
 
 S := scripts
 
-.PHONY: all check check-host expected build deps tree export kernel perf selftests bench bench-memslots demo demo-deps demo-soak bochs bisect packages l1 l1-kvm-down clean distclean
+.PHONY: all check check-host expected verified-builds build deps tree export kernel perf selftests bench bench-memslots demo demo-deps demo-soak bochs bisect packages l1 l1-kvm-down clean distclean
 
 all: build
 
 check:
 	@bash $(S)/all-tests.sh
+
+verified-builds:
+	@test -s build/verified-builds || { echo "no build/verified-builds: run make check first"; exit 1; }
+	@cp build/verified-builds tests/verified-builds && git diff --stat tests/verified-builds
 
 check-host:
 	@bash $(S)/check-host.sh

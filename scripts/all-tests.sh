@@ -318,14 +318,31 @@ perf_variant() (
 	}
 )
 
-# Every patch builds on its own (scripts/bisect-build.sh), and how many of
-# them tests/verified-builds had recorded built from the same inputs.
+# What built before from the same inputs: tests/verified-builds (tracked,
+# committed with the change that made it) and this checkout's own record
+# since, $VERIFIED_BUILDS (build/verified-builds).  make check reads both
+# and writes only its own record: no tracked file changes during a run
+# (harness/tracked-files); make verified-builds copies it into
+# tests/verified-builds, to commit.
+export VERIFIED_BUILDS=$BUILD/verified-builds
+verified_merge() {
+	local tracked=$TOP/tests/verified-builds
+	{
+		grep '^#' "$tracked" 2>/dev/null || true
+		cat "$tracked" "$VERIFIED_BUILDS" 2>/dev/null | grep -v '^#' | awk '!seen[$0]++'
+	} >"$VERIFIED_BUILDS.new"
+	mv "$VERIFIED_BUILDS.new" "$VERIFIED_BUILDS"
+}
+
+# Every patch builds on its own (scripts/bisect-build.sh, reading and
+# writing $VERIFIED_BUILDS), and how many of them had been built before
+# from the same inputs.
 bisect_build() {
 	local out=$RESULTS/bisect.out known
 	bash "$TOP/scripts/bisect-build.sh" | tee "$out"
 	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
 	known=$(sed -n 's/.*all \([0-9]*\) patches build on their own (built before, same key: \([0-9]*\);.*/\2 of \1/p' "$out")
-	stage_note "cached: ${known:-?} patches built before with the same inputs (tests/verified-builds)"
+	stage_note "cached: ${known:-?} patches built before with the same inputs (tests/verified-builds, $VERIFIED_BUILDS)"
 }
 
 # make packages' path in its small configuration, when what it is made
@@ -334,7 +351,7 @@ bisect_build() {
 # the configurations, the base, the compiler, the package's perf build and
 # its selftests.
 packages_small() {
-	local key verified=$TOP/tests/verified-builds
+	local key verified=$VERIFIED_BUILDS
 	key=$( {
 		cat "$TOP/scripts/packages.sh" "$TOP/scripts/packages-check.sh" \
 			"$TOP/config/packages-small.config" "$TOP/config/base.conf" \
@@ -343,12 +360,13 @@ packages_small() {
 		declare -f perf_package_make selftests_make
 	} | sha1sum | cut -d' ' -f1)
 	if grep -qx "packages-small $key" "$verified" 2>/dev/null; then
-		stage_note "cached: built before from these inputs (tests/verified-builds: $key); PKG_SMALL=1 make packages builds it again"
+		stage_note "cached: built before from these inputs ($key in tests/verified-builds or $VERIFIED_BUILDS); PKG_SMALL=1 make packages builds it again"
 		return 0
 	fi
 	PKG_SMALL=1 bash "$TOP/scripts/packages.sh" || return 1
 	# Where scripts/bisect-build.sh, which keeps the other lines above its
-	# own, leaves it: after the comments, before the builds of the series.
+	# own, leaves it: after the comments, before the builds of the series
+	# (one order whoever writes it).
 	{
 		grep '^#' "$verified" 2>/dev/null || true
 		echo "packages-small $key"
@@ -422,6 +440,8 @@ host_lane() {
 	timed harness harness host
 }
 
+# The tracked files as the run found them: a run changes none.
+tracked_before=$(git -C "$TOP" status --porcelain --untracked-files=no 2>/dev/null; git -C "$TOP" diff 2>/dev/null | sha1sum)
 must deps bash "$TOP/scripts/deps.sh"
 # Only the demo needs these: without them its stages fail, the rest runs.
 timed demo-deps bash "$TOP/demo/deps.sh" || record FAIL stage/demo-deps
@@ -439,10 +459,18 @@ tested perf/host bash "$TOP/tests/perf-test.sh" perf
 tested perf/orc-stock-kernel orc_stock_kernel
 tested perf/orc-base-kernel orc_base_kernel
 
+verified_merge
 emulator_lane &
 lanes+=($!)
 (renice -n 10 -p "$BASHPID" >/dev/null; host_lane) &
 lanes+=($!)
 wait "${lanes[@]}"
 lanes=()
+tracked_after=$(git -C "$TOP" status --porcelain --untracked-files=no 2>/dev/null; git -C "$TOP" diff 2>/dev/null | sha1sum)
+if [ "$tracked_after" = "$tracked_before" ]; then
+	record PASS harness/tracked-files
+else
+	record FAIL harness/tracked-files
+	echo "    the run changed tracked files: $(git -C "$TOP" status --porcelain --untracked-files=no | tr '\n' ' ')"
+fi
 summary
