@@ -1,6 +1,6 @@
 #!/bin/bash
 # Whether a finished demo's recording is a good one, before anything is
-# judged or reused from it (demo/check-output.sh, demo/bad-use-test.sh):
+# judged or reused from it (demo/check-output.sh, tests/demo/bad-use-test.sh):
 #   - recording.txt (demo/in-l1.sh) says what perf recorded and lost: at
 #     most MAX_LOST_PERCENT of the samples lost (DEMO_MAX_LOST_PERCENT
 #     overrides it, as for demo/in-l1.sh), and nothing of the stock

@@ -146,60 +146,6 @@ tested() {
 	unset STAGE_RESULTS
 }
 
-# Files a patch creates that no MAINTAINERS entry covers: print them and fail.
-unmaintained_files() {
-	local file bad=0
-	for file in $(sed -n 's/^ create mode [0-7]* //p' "$1"); do
-		(cd "$TREE" && scripts/get_maintainer.pl --no-git --no-rolestats -f "$file" 2>/dev/null) |
-			grep -q '@' && continue
-		echo "$file: no MAINTAINERS entry covers it"
-		bad=1
-	done
-	return $bad
-}
-
-checkpatch() {
-	local p ignore
-	while read -r p; do
-		# In patches that touch only tools/perf (and MAINTAINERS), two
-		# checks misfire on perf's own conventions: perf test reads a shell test's
-		# description from line 2, so SPDX goes on line 3; and libc's
-		# names (PRIx64, Dl_info, Elf64_Ehdr) are not CamelCase of ours.
-		ignore=
-		if ! grep -qv -e '^tools/perf/' -e '^MAINTAINERS$' < <(sed -n 's|^+++ b/||p' "$TOP/patches/$p"); then
-			ignore="--ignore CAMELCASE,SPDX_LICENSE_TAG"
-		fi
-		# The series adds no MAINTAINERS entry of its own: checkpatch's
-		# question about new files is answered by unmaintained_files.
-		# The base commit is a release tarball without upstream history,
-		# so checkpatch can't find the commits Fixes: tags name (they are
-		# upstream's; the cover letter lists them).
-		ignore="$ignore --ignore FILE_PATH_CHANGES,UNKNOWN_COMMIT_ID"
-		# shellcheck disable=SC2086
-		if "$TREE/scripts/checkpatch.pl" --strict --quiet --no-tree $ignore \
-			"$TOP/patches/$p" >"$RESULTS/checkpatch.log" 2>&1 &&
-			unmaintained_files "$TOP/patches/$p" >>"$RESULTS/checkpatch.log"; then
-			record PASS "checkpatch/$p"
-		else
-			record FAIL "checkpatch/$p"
-			sed 's/^/    | /' "$RESULTS/checkpatch.log"
-		fi
-	done < <(series_patches)
-}
-
-roundtrip() {
-	local scratch
-	scratch=$(mktemp -d)
-	if PATCHES=$scratch bash "$TOP/scripts/export.sh" >/dev/null &&
-		diff -ru "$TOP/patches" "$scratch" >"$RESULTS/roundtrip.diff"; then
-		record PASS harness/export-roundtrip
-	else
-		record FAIL harness/export-roundtrip
-		head -n 40 "$RESULTS/roundtrip.diff" | sed 's/^/    | /'
-	fi
-	rm -rf "$scratch"
-}
-
 # The tests of the harness itself: with "l1" those that boot L1
 # (tests/harness/l1-*-test.sh), with "host" the others.  Exit status 4
 # (KSFT_SKIP) when one cannot run here, which tests/expected must allow.
@@ -224,155 +170,11 @@ harness() {
 	done
 }
 
-# The L1 suite (tests/l1/run.sh): make check-host inside L1, its selftests
-# and perf tests in an L1 of two CPUs, its guest in one of one (the script
-# says why), each part judged there by L1's conditions; its results come
-# here under l1/check-host/, counted and shown, not judged again
-# (results.py check --nested), and l1/check-host passes when both parts
-# did.  The guest is built here: L1 sees this machine's root read-only.
-l1suite() {
-	local part dir status=0 rc
-	DEMO_GUEST=stock bash "$TOP/demo/guest-image.sh" >"$RESULTS/guest-image.log" 2>&1 ||
-		echo "no guest image ($RESULTS/guest-image.log): check-host's guest/record will fail"
-	for part in tests guest; do
-		dir=$OUT/l1/suite-$part
-		rc=0
-		if [ $part = tests ]; then
-			bash "$TOP/scripts/l1-run.sh" -t 2400 -n "suite-$part" bash "$TOP/tests/l1/run.sh" $part || rc=$?
-		else
-			L1_SMP=1 bash "$TOP/scripts/l1-run.sh" -t 900 -n "suite-$part" bash "$TOP/tests/l1/run.sh" $part || rc=$?
-		fi
-		[ "$(cat "$dir/check-host.status" 2>/dev/null)" = 0 ] || status=1
-		cat "$dir/results.txt" >>"$RESULTS/results.txt" 2>/dev/null
-		[ ! -s "$dir/check-host/results.txt" ] ||
-			sed 's|^\([A-Z]*\) |\1 l1/check-host/|' "$dir/check-host/results.txt" >>"$RESULTS/results.txt"
-		# Passing tests in a kernel whose log shows a report still fail.
-		if [ $rc -ne 0 ] && [ "$(cat "$dir/check-host.status" 2>/dev/null)" = 0 ] &&
-			! grep -q '^FAIL' "$dir/results.txt" 2>/dev/null; then
-			record FAIL "l1/kernel-log-or-boot-$part"
-		fi
-	done
-	if [ $status = 0 ]; then
-		record PASS l1/check-host
-	else
-		record FAIL l1/check-host
-	fi
-	return 0
-}
-
-# perf's ORC unwinder on a kernel image's tables, with a stack built from
-# them: an offline test, no L1 needed.  orc_kernel NAME IMAGE VERSION: the
-# ORC test cases that take an image pass on IMAGE, whose ORC format is
-# VERSION.  (A subshell: die ends the test.)
-orc_kernel() (
-	local name=$1 image=$2 version=$3 out=$RESULTS/orc-$1.out
-	[ -s "$image" ] || die "no $image"
-	"$PERF" test -vv --dso "$image" "ORC unwinding: kernel image" 2>&1 | tee "$out"
-	grep -q 'ORC unwinding: kernel image (perf test --dso IMAGE) *: Ok$' "$out" &&
-		grep -q 'ORC unwinding: kernel image found by build-id (perf test --dso IMAGE) *: Ok$' "$out" &&
-		grep -q "ORC entries, format version $version," "$out"
-)
-# Debian's stock cloud kernel image, the demo guest's (demo/stock-kernel.sh,
-# run by demo/deps.sh): ORC format 3.
-orc_stock_kernel() { orc_kernel stock-kernel "$STOCK_KERNEL/vmlinuz" 3; }
-# Debian's cloud kernel of the base series: the ORC format of 7.3, whose
-# registers were renumbered (version 4).
-orc_base_kernel() (
-	bash "$TOP/scripts/orc-image.sh" || die "could not fetch Debian's $LINUX_SERIES cloud kernel"
-	orc_kernel base-kernel "$ORC_IMAGE/vmlinuz" 4
-)
-
 host_caps() {
 	python3 "$TOP/scripts/host-caps.py" --perf "perf=$PERF" >"$HOST_CAPS.new" || return 1
 	harness_conditions >>"$HOST_CAPS.new"
 	mv "$HOST_CAPS.new" "$HOST_CAPS" &&
 		awk -F'\t' '!/^perf:/ { printf "  %-24s %-4s %s\n", $1, $2, $3 }' "$HOST_CAPS"
-}
-
-# perf's other builds (lib.sh's PERF_VARIANTS, build-perf.sh VARIANT): their
-# guest tests pass, the ones their libraries allow; libunwind's DWARF
-# unwinder unwinds guest user stacks, and only with the guest's own files.
-# (A subshell: die ends the test, not the run.)
-perf_variant() (
-	v=$1 out=$RESULTS/perf-$v.out
-	export PERF=$BUILD/perf-$v/perf PERF_TEST_ARGS="-v --dso $STOCK_KERNEL/vmlinuz"
-	[ -x "$PERF" ] || die "no $PERF: build-perf.sh $v builds it"
-	# What this build was built without: its skips' conditions.
-	python3 "$TOP/scripts/host-caps.py" --only-perf --perf "perf-$v=$PERF" >>"$HOST_CAPS" || return 1
-	# libunwind's DWARF unwinding of the host too (perf-fixes 8-11); the
-	# build without libelf has no DWARF unwinding, nor that test.
-	local -a more=()
-	[ "$v" != unwind ] || more=("Test dwarf unwind")
-	bash "$TOP/tests/perf-test.sh" "perf-$v" "Guest call chain resolution" \
-		"Guest stack unwinding" "ORC unwinding" "${more[@]}" >"$out" 2>&1
-	rc=$?
-	grep -E '^(PASS|FAIL|SKIP) ' "$out"
-	[ $rc -eq 0 ] || return 1
-	grep -qx 'PASS perf-'"$v"'/Guest call chain resolution :: Guest call chain: guest and host contexts' "$STAGE_RESULTS" || return 1
-	[ "$v" != unwind ] || {
-		grep -qx 'PASS perf-unwind/Guest stack unwinding :: Guest stack unwinding: DWARF CFI of guest user code' "$STAGE_RESULTS" &&
-			grep -qx 'PASS perf-unwind/Guest stack unwinding :: Guest stack unwinding: no host file of another build id' "$STAGE_RESULTS" &&
-			grep -qx 'PASS perf-unwind/Guest stack unwinding :: Guest stack unwinding: files under --guestmount, no sideband' "$STAGE_RESULTS" &&
-			grep -qx 'PASS perf-unwind/ORC unwinding :: ORC unwinding: kernel image (perf test --dso IMAGE)' "$STAGE_RESULTS" &&
-			grep -qx 'PASS perf-unwind/ORC unwinding :: ORC unwinding: kernel image found by build-id (perf test --dso IMAGE)' "$STAGE_RESULTS"
-	}
-)
-
-# What built before from the same inputs: tests/verified-builds (tracked,
-# committed with the change that made it) and this checkout's own record
-# since, $VERIFIED_BUILDS (build/verified-builds).  make check reads both
-# and writes only its own record: no tracked file changes during a run
-# (harness/tracked-files); make verified-builds copies it into
-# tests/verified-builds, to commit.
-export VERIFIED_BUILDS=$BUILD/verified-builds
-verified_merge() {
-	local tracked=$TOP/tests/verified-builds
-	{
-		grep '^#' "$tracked" 2>/dev/null || true
-		cat "$tracked" "$VERIFIED_BUILDS" 2>/dev/null | grep -v '^#' | awk '!seen[$0]++'
-	} >"$VERIFIED_BUILDS.new"
-	mv "$VERIFIED_BUILDS.new" "$VERIFIED_BUILDS"
-}
-
-# Every patch builds on its own (scripts/bisect-build.sh, reading and
-# writing $VERIFIED_BUILDS), and how many of them had been built before
-# from the same inputs.
-bisect_build() {
-	local out=$RESULTS/bisect.out known
-	bash "$TOP/scripts/bisect-build.sh" | tee "$out"
-	[ "${PIPESTATUS[0]}" -eq 0 ] || return 1
-	known=$(sed -n 's/.*all \([0-9]*\) patches build on their own (built before, same key: \([0-9]*\);.*/\2 of \1/p' "$out")
-	stage_note "cached: ${known:-?} patches built before with the same inputs (tests/verified-builds, $VERIFIED_BUILDS)"
-}
-
-# make packages' path in its small configuration, when what it is made
-# from changed since tests/verified-builds recorded it built (make packages
-# PKG_SMALL=1 builds it whatever the record says): the packaging scripts,
-# the configurations, the base, the compiler, the package's perf build and
-# its selftests.
-packages_small() {
-	local key verified=$VERIFIED_BUILDS
-	key=$( {
-		cat "$TOP/scripts/packages.sh" "$TOP/scripts/packages-check.sh" \
-			"$TOP/config/packages-small.config" "$TOP/config/base.conf" \
-			"$TOP/tests/l1/kvm-selftests"
-		gcc --version | head -n 1
-		declare -f perf_package_make selftests_make
-	} | sha1sum | cut -d' ' -f1)
-	if grep -qx "packages-small $key" "$verified" 2>/dev/null; then
-		stage_note "cached: built before from these inputs ($key in tests/verified-builds or $VERIFIED_BUILDS); PKG_SMALL=1 make packages builds it again"
-		return 0
-	fi
-	PKG_SMALL=1 bash "$TOP/scripts/packages.sh" || return 1
-	# Where scripts/bisect-build.sh, which keeps the other lines above its
-	# own, leaves it: after the comments, before the builds of the series
-	# (one order whoever writes it).
-	{
-		grep '^#' "$verified" 2>/dev/null || true
-		echo "packages-small $key"
-		grep -v -e '^#' -e '^packages-small ' "$verified" 2>/dev/null || true
-	} >"$verified.new"
-	mv "$verified.new" "$verified"
 }
 
 # guest_callchain_test under Bochs, run from a copy of this checkout under
@@ -408,22 +210,23 @@ emulator_lane() {
 	timed harness/l1 harness l1
 	# KVM's Intel code: guest_callchain_test under Bochs' emulated VMX.
 	tested intel/vmx intel_vmx
-	timed l1-suite l1suite
+	# make check-host inside L1, judged there (l1/check-host).
+	tested l1/check-host bash "$TOP/tests/l1/suite.sh"
 	# The VMs' opt-in in a kernel booted with lockdown=integrity (Debian's
 	# with Secure Boot), through the administrator's kvm_guest_callchains too.
 	tested l1/lockdown env L1_APPEND=lockdown=integrity \
 		bash "$TOP/scripts/l1-run.sh" -t 600 -n lockdown bash "$TOP/tests/l1/lockdown-test.sh"
 	tested bench/smoke bash "$TOP/bench/run.sh" --smoke
 	tested demo/short demo_short
-	tested demo/bad-use bash "$TOP/demo/bad-use-test.sh" "$OUT/demo-short"
+	tested demo/bad-use bash "$TOP/tests/demo/bad-use-test.sh" "$OUT/demo-short"
 	tested demo/vms demo_vms
-	tested demo/vms-bad bash "$TOP/demo/vms-bad-sideband-test.sh" "$OUT/demo-vms"
+	tested demo/vms-bad bash "$TOP/tests/demo/vms-bad-sideband-test.sh" "$OUT/demo-vms"
 }
 
 # The others, beside them.
 host_lane() {
-	timed checkpatch checkpatch
-	timed export-roundtrip roundtrip
+	tested series/checkpatch bash "$TOP/tests/series/checkpatch-test.sh"
+	tested harness/export-roundtrip bash "$TOP/tests/series/export-roundtrip-test.sh"
 	# The postable series: each applies on the base with what it needs and
 	# after the others, and its To/Cc are what get_maintainer.pl says.
 	tested series/apply bash "$TOP/scripts/series-check.sh"
@@ -432,11 +235,11 @@ host_lane() {
 		tested "build/perf-$v" bash "$TOP/scripts/build-perf.sh" "$v"
 	done
 	tested build/arm64 bash "$TOP/scripts/build-arm64.sh"
-	tested build/bisect bisect_build
+	tested build/bisect bash "$TOP/scripts/verified-builds.sh" bisect
 	for v in $PERF_VARIANTS; do
-		tested "perf/$v" perf_variant "$v"
+		tested "perf/$v" bash "$TOP/tests/perf/variant-test.sh" "$v"
 	done
-	tested packages/small packages_small
+	tested packages/small bash "$TOP/scripts/verified-builds.sh" packages-small
 	timed harness harness host
 }
 
@@ -456,10 +259,10 @@ must host-caps host_caps
 # which run in L1; with the machine to itself (some measure what a second
 # of sampling writes).
 tested perf/host bash "$TOP/tests/perf-test.sh" perf
-tested perf/orc-stock-kernel orc_stock_kernel
-tested perf/orc-base-kernel orc_base_kernel
+tested perf/orc-stock-kernel bash "$TOP/tests/perf/orc-kernel-test.sh" stock-kernel
+tested perf/orc-base-kernel bash "$TOP/tests/perf/orc-kernel-test.sh" base-kernel
 
-verified_merge
+bash "$TOP/scripts/verified-builds.sh" merge
 emulator_lane &
 lanes+=($!)
 (renice -n 10 -p "$BASHPID" >/dev/null; host_lane) &

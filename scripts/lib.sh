@@ -10,6 +10,9 @@ OUT=${OUT:-$BUILD/out}			# results: $OUT/check, $OUT/l1/NAME
 # What this host and perf's builds can do (scripts/host-caps.py), probed
 # once per make check: the conditions of tests/expected's skips
 HOST_CAPS=${HOST_CAPS:-$OUT/check/host-caps.txt}
+# What built before, this checkout's record since tests/verified-builds
+# (scripts/verified-builds.sh; scripts/bisect-build.sh reads and writes it)
+VERIFIED_BUILDS=${VERIFIED_BUILDS:-$BUILD/verified-builds}
 # The results of tests/expected that make check-host records, on a host
 # booted into the series' kernel (scripts/check-host.sh; make check runs it
 # inside L1), by their names' prefixes; make check records the rest.

@@ -1,4 +1,4 @@
-# Shared by the harness's own tests (tests/harness/*-test.sh): lib.sh, a
+# Shared by the harness's own tests (tests/harness/, tests/demo/): lib.sh, a
 # scratch directory $tmp removed at exit, and ok and bad, which print a
 # line each; bad makes the test fail at its end (exit $fail).
 # shellcheck shell=bash

@@ -1,5 +1,5 @@
 #!/bin/bash
-# What the demo's checks (demo/checks.py) count as a guest chain: a frame
+# What the demo's checks (demo/demochecks/read.py) count as a guest chain: a frame
 # at another address than the sample's IP.  perf shows the functions
 # inlined at an address as frames at that same address ("(inlined)"):
 # a VM that did not opt in has such samples once its sideband places them
@@ -25,9 +25,9 @@ TXT
 python3 - "$TOP/demo" "$tmp/script.txt" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[1])
-import checks
-samples = checks.parse_script(sys.argv[2])
-got = [checks.beyond_ip(s) for s in samples]
+from demochecks.read import beyond_ip, parse_script
+samples = parse_script(sys.argv[2])
+got = [beyond_ip(s) for s in samples]
 want = [False, False, True]
 if got == want:
     print("ok: inlined frames at the IP are no chain; a caller at another address is")

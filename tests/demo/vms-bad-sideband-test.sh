@@ -12,15 +12,12 @@
 #   - a VM's sideband left out: perf says that VM's samples have no guest
 #     processes.
 #
-#   demo/vms-bad-sideband-test.sh OUTDIR
+#   tests/demo/vms-bad-sideband-test.sh OUTDIR
 set -uo pipefail
-. "$(dirname "$0")/../scripts/lib.sh"
+. "$(dirname "$0")/../testlib.sh"
 
 [ $# -eq 1 ] || die "usage: $0 OUTDIR"
 demo=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
 
 mapfile -t stock < <(awk '$2 == "stock" { print $1 " " $4 }' "$demo/vms" 2>/dev/null)
 [ ${#stock[@]} -ge 2 ] || die "$demo/vms names fewer than two stock VMs: run make demo DEMO_GUESTS=2 first"

@@ -2,15 +2,12 @@
 # 'make demo' used wrongly: each case must end with a clear message and a
 # non-zero exit, except missing guest symbols, which must warn and still
 # draw the frames as addresses.
-#   demo/bad-use-test.sh DEMO_OUTDIR   (a finished demo's output)
+#   tests/demo/bad-use-test.sh DEMO_OUTDIR   (a finished demo's output)
 set -uo pipefail
-. "$(dirname "$0")/../scripts/lib.sh"
+. "$(dirname "$0")/../testlib.sh"
 
 [ $# -eq 1 ] || die "usage: $0 DEMO_OUTDIR"
 demo=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
 
 # expect NAME STATUS(0|nonzero) PATTERN COMMAND...: the command's exit status
 # and a line of its output matching PATTERN.

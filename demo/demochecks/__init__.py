@@ -1,0 +1,1 @@
+"""The demo's checks (demo/checks.py is their command line)."""
