@@ -94,7 +94,7 @@ fi
 # without --dso; the package's perf is built with SDT, the tree's not.
 python3 "$TOP/scripts/host-caps.py" --perf "perf=$PERF" >"$HOST_CAPS" || die "scripts/host-caps.py failed"
 if [ "$PERF" = "$package/bin/perf" ]; then
-	printf 'perf-test-without-dso\tyes\tmake check-host runs perf test without --dso\n'
+	harness_conditions | grep -v '^perf:without-sdt'
 	printf 'perf:without-sdt\tno\tthe package'"'"'s perf (lib.sh perf_package_make)\n'
 else
 	harness_conditions
