@@ -53,9 +53,9 @@
 #                 or tarball, where Debian's package can't be fetched).
 #                 Installs only what building them needs (deps.sh packages)
 #   make l1 RUN='command'   run a command inside L1, with the log check
-#   make l1-kvm-down  the KVM-accelerated L1 path one level down: l1-run.sh
-#                 inside L1 boots our kernel under KVM (tests/l1/kvm-one-down.sh;
-#                 fails on QEMU 10.0's TCG, see there)
+#   make l1-kvm-down  the KVM-accelerated L1 path one level down, by itself:
+#                 l1-run.sh inside L1 boots our kernel under KVM
+#                 (tests/l1/kvm-down.sh; make check runs it in its L1 suite)
 #   make clean    remove build/ (keeps the ccache)
 
 S := scripts

@@ -9,7 +9,7 @@
 # may skip; any other skip, a missing result, a listed skip that now passes
 # or a result the list does not name fails the run.
 #
-# Stages: deps -> tree -> build (x86 kernel, perf, selftests) -> perf test
+# Stages: deps -> L1's QEMU -> tree -> build (x86 kernel, perf, selftests) -> perf test
 # on this host (the machine to itself) -> perf's ORC test on Debian's
 # stock kernel image and on the base's; then two lanes side by side:
 #
@@ -245,7 +245,8 @@ host_lane() {
 
 # The tracked files as the run found them: a run changes none.
 tracked_before=$(git -C "$TOP" status --porcelain --untracked-files=no 2>/dev/null; git -C "$TOP" diff 2>/dev/null | sha1sum)
-must deps bash "$TOP/scripts/deps.sh"
+must deps env DEPS_NO_QEMU=1 bash "$TOP/scripts/deps.sh"
+must build-qemu bash "$TOP/scripts/qemu.sh"
 # Only the demo needs these: without them its stages fail, the rest runs.
 timed demo-deps bash "$TOP/demo/deps.sh" || record FAIL stage/demo-deps
 must tree bash "$TOP/scripts/tree.sh"

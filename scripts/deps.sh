@@ -3,7 +3,7 @@
 # Idempotent: packages already present are skipped quickly.  Run as root
 # (CI and the developer machines are root); otherwise sudo is used.
 # The one place packages are installed: the bench and the demo only check.
-# Then L1's QEMU, unpacked under build/ (scripts/qemu.sh).
+# Then L1's QEMU, built under build/ (scripts/qemu.sh).
 #
 #   scripts/deps.sh            everything (make deps)
 #   scripts/deps.sh packages   only what make packages builds with: the
@@ -41,9 +41,11 @@ packages=(
 	gcc-aarch64-linux-gnu
 	# the benchmark report
 	python3-matplotlib
-	# the guests' QEMU inside L1 (L1's own is scripts/qemu.sh's), host
-	# root over 9p; make bench-memslots times its memslot ioctls with strace
+	# the guests' QEMU inside L1, host root over 9p; make bench-memslots
+	# times its memslot ioctls with strace
 	qemu-system-x86 busybox-static strace
+	# L1's own QEMU, built by scripts/qemu.sh (meson comes with it)
+	ninja-build libglib2.0-dev libattr1-dev python3-venv
 	# make demo: the flame graph's picture in headless Chromium; gdb for
 	# the backtrace of a guest perf that crashed (demo/in-l1.sh)
 	chromium fonts-dejavu-core gdb
@@ -76,5 +78,5 @@ else
 	as_root apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 	say "installed ${#missing[@]} packages"
 fi
-# L1's QEMU: the release's own, or the pinned version unpacked under build/.
-[ "$mode" = packages ] || bash "$TOP/scripts/qemu.sh"
+# L1's QEMU, built under build/ (make check runs it as a stage of its own).
+[ "$mode" = packages ] || [ -n "${DEPS_NO_QEMU:-}" ] || bash "$TOP/scripts/qemu.sh"

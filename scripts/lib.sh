@@ -97,8 +97,10 @@ debian_security_archive() {
 # apt with a sources list, lists and cache of its own under DIR: one suite
 # of the machine's Debian mirror, to download packages from (never to
 # install them), leaving the machine's apt state alone.
-#   apt_suite_init DIR SUITE     write DIR/sources.list and read the suite
-#                                (a *-security suite from the security archive)
+#   apt_suite_init DIR SUITE [deb-src]
+#                                write DIR/sources.list and read the suite
+#                                (a *-security suite from the security archive),
+#                                its source packages too with deb-src
 #   apt_suite DIR ARGS...        apt-get ARGS with that state
 #   apt_suite_cache DIR ARGS...  apt-cache ARGS with that state
 #   apt_suite_versions DIR PKG   the versions of PKG the suite serves
@@ -110,14 +112,16 @@ apt_suite() {
 		-o APT::Sandbox::User=root "$@"
 }
 apt_suite_init() {
-	local dir=$1 suite=$2 uri
+	local dir=$1 suite=$2 src=${3:-} uri type
 	case $suite in
 	*-security) uri=$(debian_security_archive) ;;
 	*) uri=$(debian_mirror) ;;
 	esac
 	[ -n "$uri" ] || die "no Debian mirror in the machine's apt sources (/etc/apt/sources.list*) to read $suite from"
 	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" >"$dir/sources.list"
+	for type in deb $src; do
+		echo "$type [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main"
+	done >"$dir/sources.list"
 	say "reading $suite from $uri"
 	apt_suite "$dir" update >/dev/null || die "could not read $suite from $uri"
 }

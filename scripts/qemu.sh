@@ -1,74 +1,102 @@
 #!/bin/bash
-# The QEMU that runs L1: this release's own qemu-system-x86 where it is at
-# least $L1_QEMU_MIN_VERSION (Debian 13: 10.0), linked under $BUILD/qemu;
-# else Debian's qemu-system-x86 of the version config/base.conf pins
-# ($L1_QEMU_VERSION, from $L1_QEMU_SUITE), unpacked under $BUILD/qemu,
-# never installed.  Prints the version it used; falls back to the newest
-# of the same major version the suite serves, loudly, when the pinned one
-# is gone.
+# The QEMU that emulates L1: qemu-system-x86_64 built from Debian's source
+# of QEMU $L1_QEMU_VERSION (config/base.conf: its upstream tarball, as the
+# suite's Sources index lists and checksums it) with the harness's fixes to
+# QEMU's TCG emulation of nested SVM (qemu/*.patch, below), for the
+# machine L1 needs (qemu/l1-devices.mak); the firmware from the suite's
+# qemu-system-data and seabios.  Everything under $BUILD/qemu, nothing
+# installed; rebuilt only when the version, the patches or this script
+# change.  The guests inside L1 run under the machine's own QEMU with KVM,
+# as a user's do.
 #
-# Why not Debian 12's QEMU (7.2): its TCG emulation of nested SVM loses
-# L1's own interrupts and guest registers while L1 runs two KVM guests
-# (docs/measurements.md).  Only the emulator of L1 changes: the guests
-# inside L1 run under the machine's QEMU with KVM, as a user's do.
+# Why not a packaged QEMU: Debian 12's 7.2 loses L1's interrupts and guest
+# registers while L1 runs two KVM guests; 10.0 (Debian 13, Debian 12's
+# backports) and upstream up to 10.2 deliver an interrupt injected into a
+# nested guest twice (its handler re-entered with interrupts off: an L1
+# of two CPUs could not boot a guest) and leave a delivered event's type in
+# EXITINTINFO (KVM then refuses the guest's MMIO: "KVM internal error.
+# Suberror: 3").  The patches say how; docs/measurements.md has the runs.
 #
-# The packages are downloaded with apt state of their own (lib.sh's
-# apt_suite, from the Debian mirror the machine's apt sources name) and
-# unpacked with dpkg-deb; the machine's apt configuration, packages and
-# libraries are left alone.  The suite's qemu-system-x86 is built for this
-# release and needs only its libraries; one that needs a library the
-# machine lacks is refused by name.
+# The suite's packages and source are read with apt state of their own
+# (lib.sh's apt_suite, the Debian mirror the machine's apt sources name);
+# meson >= 1.5, which QEMU 10 needs and Debian 12 lacks, is the suite's
+# (architecture-independent), unpacked beside the build.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 dir=$QEMUDIR
 root=$dir/root
-packages=(qemu-system-x86 qemu-system-common qemu-system-data)
-
 qemu=$root/usr/bin/qemu-system-x86_64	# lib.sh's $L1_QEMU unless overridden
+patches=("$TOP"/qemu/*.patch)
+key="$L1_QEMU_VERSION $(cat "${patches[@]}" "$TOP/qemu/l1-devices.mak" "$0" | sha256sum | cut -c1-16)"
 
-# The release's own QEMU where it is new enough (Debian 13 ships 10.0;
-# scripts/deps.sh installs it for the guests inside L1): linked, not
-# fetched.
-system=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null || true)
-if [ -x /usr/bin/qemu-system-x86_64 ] && [ -n "$system" ] &&
-	dpkg --compare-versions "$system" ge "$L1_QEMU_MIN_VERSION"; then
-	if [ "$(cat "$dir/version" 2>/dev/null)" != "system $system" ]; then
-		rm -rf "$dir/deb" "$root" "$dir/version"
-		mkdir -p "$root/usr/bin" "$root/usr/share"
-		ln -s /usr/bin/qemu-system-x86_64 "$qemu"
-		ln -s /usr/share/qemu /usr/share/seabios "$root/usr/share/"
-		echo "system $system" >"$dir/version"
-	fi
-	say "L1's QEMU: this release's own qemu-system-x86 $system (at least $L1_QEMU_MIN_VERSION): $("$qemu" --version | head -n1)"
-	exit 0
-fi
-say "this release's qemu-system-x86 ${system:-(none)} is older than $L1_QEMU_MIN_VERSION: L1 runs on $L1_QEMU_SUITE's"
-if [ -x "$qemu" ] && [ "$(cat "$dir/version" 2>/dev/null)" = "$L1_QEMU_VERSION" ]; then
-	say "L1's QEMU: $L1_QEMU_VERSION in $root"
+if [ -x "$qemu" ] && [ "$(cat "$dir/version" 2>/dev/null)" = "$key" ]; then
+	say "L1's QEMU: $("$qemu" --version | head -n1), with the ${#patches[@]} patches of qemu/ (built before: $key)"
 	exit 0
 fi
 
-apt_suite_init "$dir/apt" "$L1_QEMU_SUITE"
-major=${L1_QEMU_VERSION#*:}
-major=${major%%.*}
-version=$(apt_suite_versions "$dir/apt" qemu-system-x86 | grep -E "^([0-9]+:)?$major\." | sort -V |
-	pick_pinned "qemu-system-x86 for L1" "$L1_QEMU_VERSION") ||
-	die "$L1_QEMU_SUITE serves no qemu-system-x86 $major.x"
-# QEMU's BIOS: the suite's seabios, which its QEMU is built against.
-seabios=$(apt_suite_versions "$dir/apt" seabios | head -n1)
-[ -n "$seabios" ] || die "$L1_QEMU_SUITE serves no seabios"
+apt_suite_init "$dir/apt" "$L1_QEMU_SUITE" deb-src
+version=$(apt_suite_cache "$dir/apt" showsrc qemu | awk '/^Version:/ { print $2 }' | sort -V |
+	pick_pinned "QEMU source for L1" "$L1_QEMU_VERSION") ||
+	die "$L1_QEMU_SUITE serves no QEMU source"
+upstream=${version#*:}
+upstream=${upstream%-*}
 
-rm -rf "$dir/deb" "$root" "$dir/version"
-mkdir -p "$dir/deb" "$root"
-say "downloading qemu-system-x86 $version and seabios $seabios from $L1_QEMU_SUITE (about 14 MB)"
-(cd "$dir/deb" && apt_suite "$dir/apt" download "${packages[@]/%/=$version}" "seabios=$seabios" >/dev/null) ||
-	die "could not download qemu-system-x86 $version from $L1_QEMU_SUITE"
-for deb in "$dir"/deb/*.deb; do
+# The upstream tarball: the mirror path and SHA-256 the Sources index gives.
+read -r directory orig sum < <(apt_suite_cache "$dir/apt" showsrc qemu | awk -v want="$version" '
+	/^$/ { if (v == want && o) print d, o, s; v = d = o = s = ""; p = 0; next }
+	/^Version:/ { v = $2 } /^Directory:/ { d = $2 }
+	/^Checksums-Sha256:/ { p = 1; next } /^[^ ]/ { p = 0 }
+	p && $3 ~ /\.orig\.tar\.xz$/ { o = $3; s = $1 }
+	END { if (v == want && o) print d, o, s }' | head -n1)
+[ -n "${sum:-}" ] || die "no upstream tarball listed for qemu $version in $L1_QEMU_SUITE"
+
+rm -rf "$dir/deb" "$dir/meson" "$dir/src" "$root" "$dir/version"
+mkdir -p "$dir/deb" "$dir/meson" "$root/usr/bin"
+say "downloading QEMU $upstream's source (Debian's $orig, about 40 MB), qemu-system-data, seabios and meson from $L1_QEMU_SUITE"
+[ -s "$dir/$orig" ] && echo "$sum  $dir/$orig" | sha256sum -c --status ||
+	python3 - "$(debian_mirror)/$directory/$orig" "$dir/$orig" <<'EOF' || die "could not download $orig"
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=120) as r, open(sys.argv[2], "wb") as f:
+    while chunk := r.read(1 << 20):
+        f.write(chunk)
+EOF
+echo "$sum  $dir/$orig" | sha256sum -c --status ||
+	die "$orig does not have the SHA-256 $L1_QEMU_SUITE's Sources index gives"
+(cd "$dir/deb" && apt_suite "$dir/apt" download "qemu-system-data=$version" seabios meson python3-pycotap >/dev/null) ||
+	die "could not download qemu-system-data $version, seabios or meson from $L1_QEMU_SUITE"
+for deb in "$dir"/deb/qemu-system-data_*.deb "$dir"/deb/seabios_*.deb; do
 	dpkg-deb -x "$deb" "$root"
 done
+for deb in "$dir"/deb/meson_*.deb "$dir"/deb/python3-pycotap_*.deb; do
+	dpkg-deb -x "$deb" "$dir/meson"
+done
+
+mkdir -p "$dir/src"
+tar -xf "$dir/$orig" -C "$dir/src" --strip-components=1
+cd "$dir/src"
+for p in "${patches[@]}"; do
+	say "applying $(basename "$p")"
+	patch -s -p1 <"$p" || die "$(basename "$p") does not apply to QEMU $upstream"
+done
+# Debian's tarball (+ds) drops the prebuilt firmware: do not unpack EDK2's.
+sed -i 's/^    unpack_edk2_blobs = bzip2.found()$/    unpack_edk2_blobs = false/' meson.build
+cp "$TOP/qemu/l1-devices.mak" configs/devices/x86_64-softmmu/l1.mak
+
+export PATH=$dir/meson/usr/bin:$PATH PYTHONPATH=$dir/meson/usr/lib/python3/dist-packages
+mkdir -p build
+cd build
+say "configuring qemu-system-x86_64 (TCG and KVM, the devices of qemu/l1-devices.mak; log: $dir/build.log)"
+../configure --target-list=x86_64-softmmu --without-default-features \
+	--without-default-devices --with-devices-x86_64=l1 \
+	--enable-tcg --enable-kvm --enable-virtfs --enable-attr --disable-pixman \
+	--disable-docs --disable-werror --disable-install-blobs >"$dir/build.log" 2>&1 ||
+	{ tail -n 20 "$dir/build.log"; die "QEMU's configure failed"; }
+say "building qemu-system-x86_64 ($(ninja -n qemu-system-x86_64 | wc -l) steps: 2-3 minutes on 2 CPUs)"
+ninja -j"$(nproc)" qemu-system-x86_64 >>"$dir/build.log" 2>&1 ||
+	{ tail -n 20 "$dir/build.log"; die "QEMU's build failed"; }
+cp qemu-system-x86_64 "$qemu"
 missing=$(ldd "$qemu" | awk '/not found/ { print $1 }')
-[ -z "$missing" ] || die "qemu-system-x86 $version needs libraries this machine lacks: $missing"
-# (A fallback version is fetched again each time, until base.conf pins it.)
-echo "$version" >"$dir/version"
-say "L1's QEMU: $("$qemu" --version | head -n1)"
+[ -z "$missing" ] || die "the QEMU built needs libraries this machine lacks: $missing"
+echo "$key" >"$dir/version"
+say "L1's QEMU: $("$qemu" --version | head -n1), with the ${#patches[@]} patches of qemu/"
