@@ -17,7 +17,8 @@ no-function-tracer, no-uncore, no-amd-ibs, no-intel-pt, no-lbr,
 not-intel-hybrid, not-arm, not-arm64, x86, no-kernel-debuginfo,
 no-tsc-in-mmap-page, no-drm-pmu, not-intel, no-svm and no-pku (the CPU's
 flags), no-nmi-sampler (the harness's NMI source, tests/nmi-sampler, not
-loaded).  With the
+loaded), no-nmi-source (neither a PMU nor nmi_sampler to take NMIs
+with).  With the
 perf named "perf" (the host's build), what that perf can do here:
 no-mem-events, no-branch-filter, no-kvm-stat (which -s qemu, /dev/kvm and
 perf kvm stat record, as perf's kvm test asks), no-java-agent (jshell and
@@ -212,6 +213,8 @@ def host_conditions(root):
                                         f"lib/modules/{release}/build/vmlinux")
     cond["no-drm-pmu"] = lacks(root, "DRM device", "dev/dri/card*", "dev/dri/renderD*")
     cond["no-nmi-sampler"] = lacks(root, "nmi_sampler module", "sys/module/nmi_sampler")
+    pmu, sampler = cond["no-pmu"], cond["no-nmi-sampler"]
+    cond["no-nmi-source"] = (pmu[0] and sampler[0], f"{pmu[1]}; {sampler[1]}")
     return cond
 
 

@@ -31,7 +31,7 @@ touch "$f/sys/bus/event_source/devices/cpu/caps/branches" "$f/dev/dri/card0" \
 
 file_conditions='no-pmu no-hw-breakpoint no-tsc-in-mmap-page no-schedstats no-function-tracer
 no-uncore no-amd-ibs no-intel-pt no-lbr not-intel-hybrid not-intel no-kernel-debuginfo no-drm-pmu
-no-svm no-pku no-nmi-sampler'
+no-svm no-pku no-nmi-sampler no-nmi-source'
 for h in bare full; do
 	caps --root "$tmp/$h" >"$tmp/$h.caps" || bad "host-caps.py --root $tmp/$h failed"
 	want=$([ $h = bare ] && echo yes || echo no)
