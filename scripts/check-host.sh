@@ -21,14 +21,14 @@
 # first (scripts/host-caps.py: no PMU, no SVM, ...).  The exit status is
 # the verdict; results, logs and the conditions in CHECK_HOST_OUT
 # (build/out/check-host).  CHECK_HOST_PARTS ("selftests perf guest") runs
-# some of the three only, judged as such (make check runs the guest in an
-# L1 of its own: tests/l1/run.sh says why).
+# some of the three only, judged as such.
 #
 # What it runs: what make packages installed (/opt/perf-guest-callchains:
-# bin/perf, bin/kvm_guest_callchains, libexec/kvm-selftests) where it is
-# there, else this checkout's builds (make build).  The guest image is
-# built when missing (demo/stock-kernel.sh fetches Debian's kernel; as for
-# make demo, Chromium and the rest of make deps are not needed).  As root:
+# bin/perf, bin/kvm_guest_callchains, libexec/kvm-selftests, and the test
+# guest in share/test-guest where the package has it) where it is there,
+# else this checkout's builds (make build).  A guest image missing from
+# both is built (demo/stock-kernel.sh fetches Debian's kernel; as for make
+# demo, Chromium and the rest of make deps are not needed).  As root:
 # the tests load a module, open /dev/kvm and sample the whole host.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -66,6 +66,11 @@ if [ -x "$package/bin/perf" ] && [ -d "$package/libexec/kvm-selftests" ]; then
 	export KVM_GUEST_CALLCHAINS_TOOL=$package/bin/kvm_guest_callchains
 	export PERF_EXEC_PATH=$package/libexec/perf-core
 	from="the package in $package"
+	# Its test guest, where make packages could ship one.
+	if [ -s "$package/share/test-guest/stock/initramfs.cpio.gz" ]; then
+		export DEMOBUILD=$package/share/test-guest STOCK_KERNEL=$package/share/test-guest/stock-kernel
+		from+=" (its test guest too)"
+	fi
 else
 	from="this checkout's builds in $BUILD"
 fi

@@ -28,6 +28,9 @@ packages=(
 	clang llvm libperl-dev systemtap-sdt-dev
 	# the kernel's bindeb-pkg, the perf package's dependencies
 	dpkg-dev debhelper fakeroot zstd
+	# the guests' initramfs: the test guest the perf package ships and
+	# the demo's (demo/guest-image.sh)
+	busybox-static
 )
 [ "$mode" = packages ] || packages+=(
 	# the harness: ps and pgrep (a minimal Debian has neither); ping and ip
@@ -43,7 +46,7 @@ packages=(
 	python3-matplotlib
 	# the guests' QEMU inside L1, host root over 9p; make bench-memslots
 	# times its memslot ioctls with strace
-	qemu-system-x86 busybox-static strace
+	qemu-system-x86 strace
 	# L1's own QEMU, built by scripts/qemu.sh (meson comes with it)
 	ninja-build libglib2.0-dev libattr1-dev python3-venv
 	# make demo: the flame graph's picture in headless Chromium; gdb for

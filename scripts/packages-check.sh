@@ -81,5 +81,19 @@ missing=$(grep -v -e '^#' -e '^$' "$TOP/tests/l1/kvm-selftests" |
 	while read -r t; do [ -x "$prefix/libexec/kvm-selftests/$t" ] || echo "$t"; done)
 [ -z "$missing" ] && ok "the KVM selftests make check-host runs, in libexec/kvm-selftests" ||
 	bad "the perf package lacks the KVM selftests ${missing//$'\n'/ }"
+# The test guest: shipped where packages.sh could build it (test-guest.txt);
+# PKG_REQUIRE_TEST_GUEST=1 (make check) wants it.
+case $(cat "$dir/test-guest.txt" 2>/dev/null) in
+shipped:*)
+	[ -s "$prefix/share/test-guest/stock/initramfs.cpio.gz" ] && [ -s "$prefix/share/test-guest/stock-kernel/vmlinuz" ] &&
+		ok "the test guest make check-host records, in share/test-guest" ||
+		bad "test-guest.txt says shipped, and share/test-guest lacks the guest's initramfs or kernel" ;;
+*)
+	if [ "${PKG_REQUIRE_TEST_GUEST:-0}" = 1 ]; then
+		bad "no test guest in the package: $(cat "$dir/test-guest.txt" 2>/dev/null || echo 'no test-guest.txt')"
+	else
+		say "note: no test guest in the package: $(cat "$dir/test-guest.txt" 2>/dev/null || echo 'no test-guest.txt')"
+	fi ;;
+esac
 [ $bad -eq 0 ] || die "the packages in $dir lack what the README uses (above)"
 say "packages in $dir hold what the README uses"

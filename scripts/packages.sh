@@ -16,8 +16,11 @@
 #     xz for kernel images),
 #     installed under /opt/perf-guest-callchains beside the distribution's
 #     perf, its scripts (and man pages where asciidoc is installed) included,
-#     with kvm_guest_callchains, which opts a running VM in, and the KVM
-#     selftests make check-host runs (libexec/kvm-selftests).
+#     with kvm_guest_callchains, which opts a running VM in, the KVM
+#     selftests make check-host runs (libexec/kvm-selftests) and the real
+#     guest it records (share/test-guest: Debian's stock cloud kernel and
+#     the demo's guest, where a Debian mirror is at hand; test-guest.txt
+#     says whether it was shipped).
 #
 # then checks their contents (scripts/packages-check.sh).  Everything goes
 # to $PKGOUT (build/packages).  On this 2-core machine the kernel of a
@@ -148,6 +151,27 @@ kmake headers_install >"$PKGOUT/selftests-build.log" 2>&1 &&
 for t in "${selftests[@]}"; do
 	install -D -m 0755 "$PKGOUT/selftests/$t" "$root$prefix/libexec/kvm-selftests/$t"
 done
+# The real guest make check-host records: Debian's stock cloud kernel
+# (demo/stock-kernel.sh, from a Debian mirror) and the demo's stock guest
+# with this package's perf (demo/guest-image.sh).  Where no Debian mirror
+# is at hand (Ubuntu) the package goes without, said here and in
+# test-guest.txt; make check-host then builds one where it can.
+guest=$PKGOUT/test-guest
+share=$root$prefix/share/test-guest
+rm -rf "$guest"
+say "building the test guest make check-host records (Debian's stock cloud kernel, the demo's programs, this perf)"
+if bash "$TOP/demo/stock-kernel.sh" >"$PKGOUT/test-guest.log" 2>&1 &&
+	DEMOBUILD=$guest PERF=$root$prefix/bin/perf DEMO_GUEST=stock \
+		bash "$TOP/demo/guest-image.sh" >>"$PKGOUT/test-guest.log" 2>&1; then
+	install -D -m 0644 "$guest/stock/initramfs.cpio.gz" "$share/stock/initramfs.cpio.gz"
+	for f in vmlinuz config release; do
+		install -D -m 0644 "$STOCK_KERNEL/$f" "$share/stock-kernel/$f"
+	done
+	echo "shipped: Debian's stock cloud kernel $(cat "$STOCK_KERNEL/release"), in $prefix/share/test-guest" >"$PKGOUT/test-guest.txt"
+else
+	echo "not shipped: $(tail -n 1 "$PKGOUT/test-guest.log")" >"$PKGOUT/test-guest.txt"
+	say "WARNING: the package goes without the test guest ($(tail -n 1 "$PKGOUT/test-guest.log"); log: $PKGOUT/test-guest.log)"
+fi
 version=$("$root$prefix/bin/perf" version | awk '{ print $3 }')
 mkdir -p "$root/DEBIAN" "$PKGOUT/shlibs/debian"
 echo "Source: perf-guest-callchains" >"$PKGOUT/shlibs/debian/control"
@@ -165,8 +189,9 @@ Description: perf with guest call chains for KVM hosts
  perf from Linux $LINUX_SERIES with the guest call chain series: perf kvm
  script, guest processes from the guest's sideband, guest stacks unwound
  with DWARF and ORC.  Installed under $prefix, beside the distribution's
- perf: run $prefix/bin/perf.  With the KVM selftests that make check-host
- runs, in $prefix/libexec/kvm-selftests.
+ perf: run $prefix/bin/perf.  With the KVM selftests and the test guest
+ that make check-host runs, in $prefix/libexec/kvm-selftests and
+ $prefix/share/test-guest.
 EOF
 dpkg-deb --root-owner-group -Zxz -b "$root" "$PKGOUT/perf-guest-callchains_${version}-1_$(dpkg --print-architecture).deb" >/dev/null
 say "packages in $PKGOUT:"

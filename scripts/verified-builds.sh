@@ -43,7 +43,8 @@ packages_small() {
 	key=$( {
 		cat "$TOP/scripts/packages.sh" "$TOP/scripts/packages-check.sh" \
 			"$TOP/config/packages-small.config" "$TOP/config/base.conf" \
-			"$TOP/tests/l1/kvm-selftests"
+			"$TOP/tests/l1/kvm-selftests" "$TOP/demo/guest-image.sh" \
+			"$TOP/demo/guest-init.sh" "$TOP/demo/stock-kernel.sh"
 		gcc --version | head -n 1
 		declare -f perf_package_make selftests_make
 	} | sha1sum | cut -d' ' -f1)
@@ -51,7 +52,7 @@ packages_small() {
 		stage_note "cached: built before from these inputs ($key in tests/verified-builds or $VERIFIED_BUILDS); PKG_SMALL=1 make packages builds it again"
 		return 0
 	fi
-	PKG_SMALL=1 bash "$TOP/scripts/packages.sh" || return 1
+	PKG_SMALL=1 PKG_REQUIRE_TEST_GUEST=1 bash "$TOP/scripts/packages.sh" || return 1
 	# Where scripts/bisect-build.sh, which keeps the other lines above its
 	# own, leaves it: after the comments, before the builds of the series
 	# (one order whoever writes it).
