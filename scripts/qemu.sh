@@ -65,8 +65,16 @@ with urllib.request.urlopen(sys.argv[1], timeout=120) as r, open(sys.argv[2], "w
 EOF
 echo "$sum  $dir/$orig" | sha256sum -c --status ||
 	die "$orig does not have the SHA-256 $L1_QEMU_SUITE's Sources index gives"
-(cd "$dir/deb" && apt_suite "$dir/apt" download "qemu-system-data=$version" seabios meson python3-pycotap >/dev/null) ||
-	die "could not download qemu-system-data $version, seabios or meson from $L1_QEMU_SUITE"
+# Each at a version of the suite's: without one, apt would pick the
+# machine's installed version where it is newer (Debian 13's seabios).
+debs=("qemu-system-data=$version")
+for p in seabios meson python3-pycotap; do
+	v=$(apt_suite_versions "$dir/apt" "$p" | head -n1)
+	[ -n "$v" ] || die "$L1_QEMU_SUITE serves no $p"
+	debs+=("$p=$v")
+done
+(cd "$dir/deb" && apt_suite "$dir/apt" download "${debs[@]}" >/dev/null) ||
+	die "could not download ${debs[*]} from $L1_QEMU_SUITE"
 for deb in "$dir"/deb/qemu-system-data_*.deb "$dir"/deb/seabios_*.deb; do
 	dpkg-deb -x "$deb" "$root"
 done
