@@ -99,8 +99,9 @@ cd build
 say "configuring qemu-system-x86_64 (TCG and KVM, the devices of qemu/l1-devices.mak; log: $dir/build.log)"
 ../configure --target-list=x86_64-softmmu --without-default-features \
 	--without-default-devices --with-devices-x86_64=l1 \
-	--enable-tcg --enable-kvm --enable-virtfs --enable-attr --disable-pixman \
-	--disable-docs --disable-werror --disable-install-blobs >"$dir/build.log" 2>&1 ||
+	--enable-tcg --enable-kvm --enable-virtfs --enable-attr --disable-pixman --disable-fdt \
+	--disable-docs --disable-werror --disable-install-blobs --disable-download \
+	>"$dir/build.log" 2>&1 ||
 	{ tail -n 20 "$dir/build.log"; die "QEMU's configure failed"; }
 say "building qemu-system-x86_64 ($(ninja -n qemu-system-x86_64 | wc -l) steps: 2-3 minutes on 2 CPUs)"
 ninja -j"$(nproc)" qemu-system-x86_64 >>"$dir/build.log" 2>&1 ||
