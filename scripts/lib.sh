@@ -21,7 +21,7 @@ KBUILD=${KBUILD:-$BUILD/kbuild}		# the kernel's O= directory
 BZIMAGE=${BZIMAGE:-$BUILD/bzImage}	# the test kernel, L1's and the demo guest's
 PERFBUILD=${PERFBUILD:-$BUILD/perf}	# perf's O= directory
 PERF=${PERF:-$PERFBUILD/perf}
-QEMUDIR=${QEMUDIR:-$BUILD/qemu}		# L1's QEMU, unpacked under root/ (scripts/qemu.sh)
+QEMUDIR=${QEMUDIR:-$BUILD/qemu}		# L1's QEMU, built into root/ (scripts/qemu.sh)
 L1_QEMU=${L1_QEMU:-$QEMUDIR/root/usr/bin/qemu-system-x86_64}
 L1_QEMU_DATA=${L1_QEMU_DATA:-$QEMUDIR/root/usr/share}	# its firmware
 KVM_GUEST_CALLCHAINS_TOOL=${KVM_GUEST_CALLCHAINS_TOOL:-$TREE/tools/kvm/kvm_guest_callchains/kvm_guest_callchains.py}	# opts a running VM in
