@@ -44,7 +44,8 @@ packages_small() {
 		cat "$TOP/scripts/packages.sh" "$TOP/scripts/packages-check.sh" \
 			"$TOP/config/packages-small.config" "$TOP/config/base.conf" \
 			"$TOP/tests/l1/kvm-selftests" "$TOP/demo/guest-image.sh" \
-			"$TOP/demo/guest-init.sh" "$TOP/demo/stock-kernel.sh"
+			"$TOP/demo/guest-init.sh" "$TOP/demo/stock-kernel.sh" \
+			"$KVM_GUEST_CALLCHAINS_TOOL"
 		gcc --version | head -n 1
 		declare -f perf_package_make selftests_make
 	} | sha1sum | cut -d' ' -f1)
