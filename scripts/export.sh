@@ -10,6 +10,10 @@
 # series of the commit before it.  Each series must be one run of commits,
 # in the order patches/series gives: move a commit with 'git rebase -i'.
 #
+# A commit's git note (refs/notes/commits) goes below its patch's '---',
+# where history and bench notes belong; scripts/tree.sh gives each commit
+# back the note its patch holds.
+#
 # Per series, patches/NAME/0000-cover-letter.patch keeps its subject (with
 # the subject prefix, e.g. "PATCH v6"), its text, and the To: and Cc: of
 # patches/NAME/recipients (scripts/recipients.sh); its shortlog, diffstat,
@@ -73,7 +77,7 @@ while read -r name first last needs; do
 		-c user.email="$(git log -1 --format=%ae "$last")" \
 		-c core.abbrev=12 -c diff.algorithm=myers -c diff.renames=true \
 		-c format.signature= -c format.coverFromDescription=subject \
-		format-patch -q --zero-commit --no-signature --cover-letter \
+		format-patch -q --zero-commit --no-signature --cover-letter --notes \
 		--subject-prefix="${prefix:-PATCH}" "${recipients[@]}" \
 		-o "$out/$name" "$first^..export/$name"
 	git config --unset "branch.export/$name.description"

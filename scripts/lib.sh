@@ -61,6 +61,20 @@ series_patches() {
 		grep -v -e '^#' -e '^$' -e '^0000-' "$dir/$name/series" | sed "s|^|$name/|"
 	done
 }
+# The notes of a patch as 'git format-patch --notes' writes them below its
+# '---' (history and bench notes, for the reader, not the changelog), or
+# nothing: the text a commit's git note holds, so that 'make tree' gives
+# the commit the note that 'make export' wrote.
+patch_notes() {
+	awk '
+		state == 0 && /^---$/ { state = 1; next }
+		state == 1 && /^$/ { state = 2; next }
+		state == 2 && /^Notes:$/ { state = 3; next }
+		state == 3 && /^    / { print substr($0, 5); next }
+		state == 3 && /^$/ { exit }
+		state > 0 { exit }
+	' "$1"
+}
 # The series that series $1 needs to apply, and the series that need it.
 series_needs() { awk -v s="$1" '!/^#/ && $1 == s { for (i = 2; i <= NF; i++) print $i }' "$TOP/patches/series"; }
 series_needing() { awk -v s="$1" '!/^#/ { for (i = 2; i <= NF; i++) if ($i == s) print $1 }' "$TOP/patches/series"; }

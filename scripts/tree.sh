@@ -20,6 +20,9 @@ identity() {
 		git config user.email "$(git -C "$TOP" config user.email || echo "nobody@localhost")"
 }
 identity
+# A commit's note, what its patch holds below '---', follows it through
+# rebases and amends.
+git config notes.rewriteRef refs/notes/commits
 
 # What the tree was made from: a digest of the patches, cover letters aside.
 stamp=$(git rev-parse --git-dir)/materialised-from
@@ -47,9 +50,12 @@ fi
 
 git checkout -q -f -B series base
 git clean -q -f -d
+git update-ref -d refs/notes/commits 2>/dev/null || true
 n=0
 while read -r patch; do
 	git am -q --keep-cr "$TOP/patches/$patch" || die "patches/$patch does not apply; see 'git -C $TREE am --show-current-patch'"
+	notes=$(patch_notes "$TOP/patches/$patch")
+	[ -z "$notes" ] || git notes add -f -m "$notes" HEAD
 	n=$((n + 1))
 done < <(series_patches "$TOP/patches")
 digest "$TOP/patches" >"$stamp"
