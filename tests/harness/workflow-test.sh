@@ -30,6 +30,10 @@ git config user.name "Workflow test" && git config user.email "workflow@test"
 # .gitattributes too: its "diff=cpp" shapes the hunk headers of exported C.
 git sparse-checkout set --no-cone "/$file" /.gitattributes >/dev/null
 git checkout -q -B series origin/series
+# The commits' notes, below their patches' '---', as scripts/tree.sh keeps
+# them through the rebase.
+git fetch -q origin 'refs/notes/*:refs/notes/*'
+git config notes.rewriteRef refs/notes/commits
 
 # The one-line change a contributor makes in the materialised tree.
 echo "/* workflow test */" >>"$file"
