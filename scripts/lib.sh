@@ -75,6 +75,14 @@ patch_notes() {
 		state > 0 { exit }
 	' "$1"
 }
+# Apply patch $1 to the git tree in the current directory with 'git am', and
+# give the commit the note its patch holds (patch_notes).
+am_with_notes() {
+	local notes
+	git am -q --keep-cr "$1" || return 1
+	notes=$(patch_notes "$1")
+	[ -z "$notes" ] || git notes add -f -m "$notes" HEAD
+}
 # The series that series $1 needs to apply, and the series that need it.
 series_needs() { awk -v s="$1" '!/^#/ && $1 == s { for (i = 2; i <= NF; i++) print $i }' "$TOP/patches/series"; }
 series_needing() { awk -v s="$1" '!/^#/ { for (i = 2; i <= NF; i++) if ($i == s) print $1 }' "$TOP/patches/series"; }

@@ -53,9 +53,7 @@ git clean -q -f -d
 git update-ref -d refs/notes/commits 2>/dev/null || true
 n=0
 while read -r patch; do
-	git am -q --keep-cr "$TOP/patches/$patch" || die "patches/$patch does not apply; see 'git -C $TREE am --show-current-patch'"
-	notes=$(patch_notes "$TOP/patches/$patch")
-	[ -z "$notes" ] || git notes add -f -m "$notes" HEAD
+	am_with_notes "$TOP/patches/$patch" || die "patches/$patch does not apply; see 'git -C $TREE am --show-current-patch'"
 	n=$((n + 1))
 done < <(series_patches "$TOP/patches")
 digest "$TOP/patches" >"$stamp"

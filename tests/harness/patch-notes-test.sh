@@ -1,7 +1,7 @@
 #!/bin/bash
 # A commit's note survives 'make export' then 'make tree': scripts/export.sh
 # writes it below the patch's '---' (git format-patch --notes), and
-# scripts/tree.sh gives it back with lib.sh's patch_notes after 'git am',
+# scripts/tree.sh gives it back with lib.sh's am_with_notes,
 # so that a patch with history and bench notes exports to itself byte for
 # byte.  A patch without notes gives no note, and a changelog line that
 # reads "Notes:" is not one.
@@ -18,10 +18,9 @@ echo 3 >>f && g commit -q -a -m "change two" -m "Notes:" -m "A changelog line, n
 g format-patch -q --zero-commit --notes -o "$tmp/p1" base..HEAD
 
 g clone -q "$tmp/a" "$tmp/b" && cd "$tmp/b" && g checkout -q -B series base
+git config user.name T && git config user.email t@example.org
 for p in "$tmp"/p1/*.patch; do
-	g am -q --keep-cr "$p" || { bad "git am $p"; exit 1; }
-	notes=$(patch_notes "$p")
-	[ -z "$notes" ] || g notes add -f -m "$notes" HEAD
+	am_with_notes "$p" || { bad "git am $p"; exit 1; }
 done
 g format-patch -q --zero-commit --notes -o "$tmp/p2" base..HEAD
 
