@@ -14,9 +14,11 @@ amake() {
 }
 
 merge_fragment "$ABUILD" "$TOP/config/arm64-check.config" amake
-if grep -q '^CONFIG_HAVE_KVM_GUEST_CALLCHAIN=y' "$ABUILD/.config"; then
-	die "arm64 selects HAVE_KVM_GUEST_CALLCHAIN"
-fi
+for symbol in HAVE_KVM_GUEST_CALLCHAIN HAVE_PERF_CALLCHAIN_VCPU_HOST; do
+	if grep -q "^CONFIG_$symbol=y" "$ABUILD/.config"; then
+		die "arm64 selects $symbol"
+	fi
+done
 say "building arm64 kernel/events/ kernel/bpf/ arch/arm64/kvm/ arch/arm64/kernel/"
 amake kernel/events/ kernel/bpf/ arch/arm64/kvm/ arch/arm64/kernel/
 say "arm64 build of the touched directories passed"
