@@ -61,6 +61,20 @@ struct expect {
 	int pages;			/* distinct stack pages of the frames */
 };
 
+/*
+ * With -U: what the kernel's walks of the guest's stack did, summed over a
+ * run, from KVM's tracepoints kvm_guest_callchain_walk (one per chain) and
+ * kvm_guest_stack_window_walk (one per piece of a stack window).
+ */
+struct walk_units {
+	u64 walks;			/* tracepoint events */
+	u64 records;		/* frame records read; bytes of a window */
+	u64 entries;		/* guest paging-structure entries read */
+	u64 lookups;		/* page frames looked up in the VMM's page tables */
+	u64 cached;			/* page frames found in the vCPU's cache */
+	u64 copies;			/* nofault copies from guest memory */
+};
+
 struct tally {
 	u64 samples;		/* delivered */
 	u64 guest;			/* taken while in the guest */
@@ -70,6 +84,7 @@ struct tally {
 	u64 translations;		/* user: page table walks */
 	u64 handle_ns;		/* user: time from -EINTR to re-entry */
 	u64 bytes;			/* kernel: of the sample records */
+	struct walk_units chain_units, window_units;	/* -U */
 };
 
 struct result {
@@ -102,6 +117,7 @@ struct bench {
 	FILE *phases_file;		/* per phase: TSC boundaries and work */
 	const char *sync_path;		/* for the host clock, or NULL */
 	bool trace_phases;
+	FILE *units_file;		/* -U: per run, the walks' work */
 	int next_run;			/* index of the next run in results.csv */
 	struct user_ring *user_ring;	/* the userspace samplers' chains */
 };
@@ -153,6 +169,7 @@ void read_expect(struct bench *b, struct expect *e, int depth);
 u64 bench_rdtsc(void);
 /* now_ns(): the selftest library's (x86/guest_callchain.h), CLOCK_MONOTONIC */
 u64 ring_need(const struct config *c, u64 words_per_sample);
+bool counts_walk_units(const struct bench *b, const struct config *c);
 void tally_chain(struct tally *t, const struct expect *e, u64 ip,
 		 const u64 *frames, u64 nr_frames);
 void run_config(struct bench *b, const struct config *c, int rep, struct result *r);

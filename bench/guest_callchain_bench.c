@@ -35,12 +35,19 @@
  * makes the tables.  The host side, host_clock, is a program of its own.
  *
  *   guest_callchain_bench [-o results.csv] [-r reps] [-d seconds] [-w seconds]
- *                         [-p phase_seconds] [-T] [--only SAMPLER:DEPTH:RATE[:sparse]]...
+ *                         [-p phase_seconds] [-T] [-U]
+ *                         [--only SAMPLER:DEPTH:RATE[:sparse]]...
  *   guest_callchain_bench --smoke
  *
  * --only, given several times, runs those configurations alone, in turn in
  * each repetition (in reverse order every other one, as the full plan), so
  * that they are compared side by side in one run.
+ *
+ * -U counts what the kernel's walks did in the runs of kernel-chain,
+ * kernel-host and kernel-stack, from KVM's tracepoints (frame records, guest
+ * paging-structure entries, page frame lookups and cache hits, copies), into
+ * units.csv beside results.csv.  The tracepoints cost time: don't compare
+ * the times of such runs with others.  The smoke run counts them too.
  */
 #include <getopt.h>
 #include <sched.h>
@@ -64,6 +71,7 @@ struct options {
 	int nr_only;
 	const char *results_path;
 	bool trace_phases;
+	bool walk_units;		/* -U */
 };
 
 /* ------------------------------------------------------------------------
@@ -108,6 +116,26 @@ static void write_result(FILE *f, const struct result *r)
 		fprintf(f, "%.0f\n", (double)t->bytes / t->samples);
 	else
 		fprintf(f, "\n");
+	fflush(f);
+}
+
+static void write_units_header(FILE *f)
+{
+	fprintf(f, "run,rep,shape,depth,sampler,rate_hz,samples,stack_pages,chain_walks,"
+		"records,entries,lookups,cached,copies,window_walks,window_bytes,"
+		"window_entries,window_lookups,window_cached,window_copies\n");
+	fflush(f);
+}
+
+static void write_units(FILE *f, const struct result *r)
+{
+	const struct walk_units *c = &r->t.chain_units, *w = &r->t.window_units;
+
+	fprintf(f, "%d,%d,%s,%d,%s,%d,%lu,%d,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu,%lu\n",
+		r->run, r->rep, shape_name(&r->c), r->c.depth, samplers[r->c.kind]->name,
+		r->c.rate, r->t.samples, r->pages, c->walks, c->records, c->entries, c->lookups,
+		c->cached, c->copies, w->walks, w->records, w->entries, w->lookups, w->cached,
+		w->copies);
 	fflush(f);
 }
 
@@ -254,8 +282,38 @@ static int plan(const struct options *o, int rep, struct config *list)
 	return add(list, n, &o->time, false, 8, S_USER_FAST, 1000);
 }
 
+/*
+ * The work the kernel's walks did in a smoke run of @r, which counts it: a
+ * walk per chain sample, and for a dense stack at least a frame record per
+ * frame, at least a copy per frame record, and at most one table walk (five
+ * levels at most) per stack page.
+ */
+static bool smoke_units(const struct bench *b, const struct result *r)
+{
+	const struct sampler_ops *ops = samplers[r->c.kind];
+	const struct walk_units *c = &r->t.chain_units, *w = &r->t.window_units;
+	bool ok = true;
+
+	if (!counts_walk_units(b, &r->c))
+		return true;
+	if (ops->chain && (c->walks < r->t.guest * 9 / 10 ||
+			   c->records * 10 < c->walks * r->c.depth * 9 || c->copies < c->records ||
+			   c->entries > c->walks * 5 * r->pages)) {
+		printf("smoke: FAIL %s: %lu chain walks for %lu guest samples, %lu frame "
+		       "records, %lu entries, %lu copies\n", ops->name, c->walks, r->t.guest,
+		       c->records, c->entries, c->copies);
+		ok = false;
+	}
+	if (ops->stack && (!w->walks || !w->records)) {
+		printf("smoke: FAIL %s: %lu stack window walks, %lu bytes\n", ops->name,
+		       w->walks, w->records);
+		ok = false;
+	}
+	return ok;
+}
+
 /* The smoke run's verdict: work done, samples taken, complete chains. */
-static bool smoke_verdict(const struct result *results, int n)
+static bool smoke_verdict(const struct bench *b, const struct result *results, int n)
 {
 	bool ok = true;
 	int i;
@@ -279,6 +337,7 @@ static bool smoke_verdict(const struct result *results, int n)
 			       ops->name, frac);
 			ok = false;
 		}
+		ok &= smoke_units(b, r);
 	}
 	printf("smoke: %s\n", ok ? "PASS" : "FAIL");
 	return ok;
@@ -323,7 +382,7 @@ static void parse_options(int argc, char *argv[], struct options *o)
 	int opt;
 
 	*o = (struct options){ .reps = 5, .time = { 0.2, 2.2, 0.025 } };
-	while ((opt = getopt_long(argc, argv, "o:r:d:w:p:Th", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "o:r:d:w:p:TUh", options, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			o->smoke = true;
@@ -352,12 +411,16 @@ static void parse_options(int argc, char *argv[], struct options *o)
 		case 'T':
 			o->trace_phases = true;
 			break;
+		case 'U':
+			o->walk_units = true;
+			break;
 		default:
 			help(argv[0]);
 			exit(opt == 'h' ? 0 : 1);
 		}
 	}
 	if (o->smoke) {
+		o->walk_units = true;
 		o->reps = 1;
 		o->time.duration_s = 1.0;
 		o->time.warmup_s = 0.2;
@@ -407,6 +470,15 @@ static FILE *open_outputs(struct bench *b, const struct options *o, char **resul
 	free(path);
 	TEST_ASSERT(asprintf(&path, "%s/sync", dir) > 0, "asprintf failed");
 	b->sync_path = path;
+	if (o->walk_units) {
+		TEST_ASSERT(asprintf(&path, "%s/%s", dir,
+				     o->smoke ? "smoke-units.csv" : "units.csv") > 0,
+			    "asprintf failed");
+		b->units_file = fopen(path, "w");
+		TEST_ASSERT(b->units_file, "Can't write %s", path);
+		write_units_header(b->units_file);
+		free(path);
+	}
 	free(dir);
 	return results;
 }
@@ -494,6 +566,8 @@ int main(int argc, char *argv[])
 		for (i = 0; i < n; i++) {
 			run_config(&b, &list[i], rep, &results[i]);
 			write_result(results_file, &results[i]);
+			if (counts_walk_units(&b, &list[i]))
+				write_units(b.units_file, &results[i]);
 			print_result(&results[i], ++index, total);
 		}
 	}
@@ -501,8 +575,10 @@ int main(int argc, char *argv[])
 	       results_path);
 
 	if (o.smoke)
-		ok = smoke_verdict(results, n);
+		ok = smoke_verdict(&b, results, n);
 	fclose(results_file);
+	if (b.units_file)
+		fclose(b.units_file);
 	kvm_vm_free(b.vm);
 	return ok ? 0 : 1;
 }

@@ -230,6 +230,86 @@ static void write_phases(struct bench *b, const struct monitor *m, int run)
 	fflush(b->phases_file);
 }
 
+/*
+ * -U: the work of the kernel's walks, from KVM's tracepoints, which tracefs
+ * collects during the run.  The tracepoints cost time of their own: the
+ * runs that count are not the runs that time.
+ */
+#define TRACEFS			"/sys/kernel/tracing"
+
+static const char *const walk_events[] = {
+	"kvm_guest_callchain_walk", "kvm_guest_stack_window_walk",
+};
+
+bool counts_walk_units(const struct bench *b, const struct config *c)
+{
+	const struct sampler_ops *ops = samplers[c->kind];
+
+	return b->units_file && !ops->in_vmm && (ops->chain || ops->stack);
+}
+
+static void write_tracefs(const char *file, const char *value)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), TRACEFS "/%s", file);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	TEST_ASSERT(fd >= 0, "Opening %s failed (tracefs, KVM's tracepoints)", path);
+	TEST_ASSERT(write(fd, value, strlen(value)) == (ssize_t)strlen(value),
+		    "Writing '%s' to %s failed", value, path);
+	close(fd);
+}
+
+static void trace_walks(bool on)
+{
+	char file[128];
+	size_t i;
+
+	if (on)
+		write_tracefs("trace", "");
+	for (i = 0; i < ARRAY_SIZE(walk_events); i++) {
+		snprintf(file, sizeof(file), "events/kvm/%s/enable", walk_events[i]);
+		write_tracefs(file, on ? "1" : "0");
+	}
+}
+
+/* Add one event's "vcpu V NAME R entries E lookups L cached C copies P". */
+static void add_walk(struct walk_units *u, const char *fields)
+{
+	unsigned int vcpu, records, entries, lookups, cached, copies;
+	char name[16];
+
+	if (sscanf(fields, "vcpu %u %15s %u entries %u lookups %u cached %u copies %u",
+		   &vcpu, name, &records, &entries, &lookups, &cached, &copies) != 7)
+		return;
+	u->walks++;
+	u->records += records;
+	u->entries += entries;
+	u->lookups += lookups;
+	u->cached += cached;
+	u->copies += copies;
+}
+
+static void read_walks(struct tally *t)
+{
+	FILE *f = fopen(TRACEFS "/trace", "r");
+	char line[512], *p;
+
+	TEST_ASSERT(f, "Opening " TRACEFS "/trace failed");
+	while (fgets(line, sizeof(line), f)) {
+		p = strstr(line, "kvm_guest_callchain_walk: ");
+		if (p) {
+			add_walk(&t->chain_units, p + strlen("kvm_guest_callchain_walk: "));
+			continue;
+		}
+		p = strstr(line, "kvm_guest_stack_window_walk: ");
+		if (p)
+			add_walk(&t->window_units, p + strlen("kvm_guest_stack_window_walk: "));
+	}
+	fclose(f);
+}
+
 void run_config(struct bench *b, const struct config *c, int rep, struct result *res)
 {
 	struct run r = { .b = b, .c = c, .ops = samplers[c->kind], .t = &res->t };
@@ -246,6 +326,8 @@ void run_config(struct bench *b, const struct config *c, int rep, struct result 
 	sync_mark(b->sync_path);
 
 	bench_set_shape(b, c);
+	if (counts_walk_units(b, c))
+		trace_walks(true);
 	if (r.ops->setup)
 		r.ops->setup(&r);
 
@@ -260,6 +342,10 @@ void run_config(struct bench *b, const struct config *c, int rep, struct result 
 	if (r.ops->teardown)
 		r.ops->teardown(&r);
 	b->vcpu->run->immediate_exit = 0;
+	if (counts_walk_units(b, c)) {
+		trace_walks(false);
+		read_walks(&res->t);
+	}
 
 	/* The leaf recorded the frames before it started counting. */
 	read_expect(b, &e, c->depth);
