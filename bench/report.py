@@ -207,12 +207,7 @@ SPREAD_PERCENT = 10
 
 def ratio_lines(groups, rates):
     """The RATIOS per rate, with their spread over repetitions."""
-    md = ["Ratios of the cost per sample, per repetition (the configurations ran in "
-          "turn in each repetition): the median, its 95% confidence interval, half of "
-          f"that in percent of the median (within {SPREAD_PERCENT}% lets a run judge a "
-          "change of the costs), and the range of the repetitions.", "",
-          "| ratio | rate Hz | reps | median | 95% interval | +- | range |",
-          "|---|---:|---:|---:|---|---:|---|"]
+    rows = []
     for name, num, den in RATIOS:
         for rate in rates:
             pairs = defaultdict(dict)
@@ -225,8 +220,62 @@ def ratio_lines(groups, rates):
             if spread is None:
                 continue
             q2, q1, q3, half, lo, hi, n = spread
-            md.append(f"| {name} | {rate} | {n} | {q2:.2f}x | {q1:.2f}-{q3:.2f} | "
-                      f"{half:.1f}% | {lo:.2f}-{hi:.2f} |")
+            rows.append(f"| {name} | {rate} | {n} | {q2:.2f}x | {q1:.2f}-{q3:.2f} | "
+                        f"{half:.1f}% | {lo:.2f}-{hi:.2f} |")
+    # No header without rows: a run whose configurations give no ratio.
+    if not rows:
+        return []
+    return ["Ratios of the cost per sample, per repetition (the configurations ran in "
+            "turn in each repetition): the median, its 95% confidence interval, half of "
+            f"that in percent of the median (within {SPREAD_PERCENT}% lets a run judge a "
+            "change of the costs), and the range of the repetitions.", "",
+            "| ratio | rate Hz | reps | median | 95% interval | +- | range |",
+            "|---|---:|---:|---:|---|---:|---|"] + rows + [""]
+
+
+def units_lines(path):
+    """The work of the kernel's walks per sample, from units.csv (-U)."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return []
+    md = ["Work of the kernel's walks (bench -U: KVM's tracepoints kvm_guest_callchain_walk "
+          "and kvm_guest_stack_window_walk, in runs of their own, whose times don't count). "
+          "Per chain walk: frame records read, guest paging-structure entries read, page "
+          "frames looked up in the VMM's page tables and found in the vCPU's cache, nofault "
+          "copies.  The least a chain walk can do is one 16-byte copy per frame record; "
+          "\"x limit\" is copies / frame records.  Stack windows: per sample, the pieces, "
+          "bytes and the same counts.", "",
+          "| stack | sampler | samples | chain walks/sample | records | entries | lookups | "
+          "cache hits | copies | x limit | window pieces/sample | bytes | entries | lookups "
+          "| cache hits | copies |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    groups = defaultdict(lambda: defaultdict(int))
+    for r in rows:
+        g = groups[(r["shape"], int(r["depth"]), r["sampler"])]
+        for k, v in r.items():
+            if k not in ("shape", "sampler"):
+                g[k] += int(v)
+    for (shape, depth, sampler), g in sorted(groups.items()):
+        walks, samples, pieces = g["chain_walks"], g["samples"], g["window_walks"]
+        cells = [stack_name(shape, depth), sampler, f"{samples:,}"]
+        if walks:
+            cells += [f"{walks / max(samples, 1):.2f}"] + \
+                     [f"{g[k] / walks:.1f}" for k in ("records", "entries", "lookups",
+                                                     "cached", "copies")] + \
+                     [f"{g['copies'] / g['records']:.2f}" if g["records"] else ""]
+        else:
+            cells += [""] * 7
+        if pieces and samples:
+            cells += [f"{pieces / samples:.2f}"] + \
+                     [f"{g[k] / samples:,.1f}" for k in ("window_bytes", "window_entries",
+                                                        "window_lookups", "window_cached",
+                                                        "window_copies")]
+        else:
+            cells += [""] * 6
+        md.append("| " + " | ".join(cells) + " |")
     md.append("")
     return md
 
@@ -357,6 +406,9 @@ def main():
             md.append(f"Pieces of one userspace sample, timed alone ({m.split(':')[0]}): "
                       + m.split(":", 1)[1].strip() + ".")
     md.append("")
+    md.extend(units_lines(os.path.join(os.path.dirname(os.path.abspath(path)),
+                                       "smoke-units.csv" if phases.startswith("smoke")
+                                       else "units.csv")))
     with open(os.path.join(outdir, "results.md"), "w") as f:
         f.write("\n".join(md))
 

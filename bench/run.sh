@@ -2,7 +2,7 @@
 # 'make bench': guest call-chain sampling in the kernel vs in the VMM,
 # measured side by side inside L1.
 #
-#   bench/run.sh [--smoke | --ratios] [-o OUTDIR]
+#   bench/run.sh [--smoke | --ratios | --units] [-o OUTDIR]
 #
 # Builds the benchmark if needed (bench/build.sh), runs it inside L1
 # (scripts/l1-run.sh), then turns its results.csv into results.md and
@@ -10,7 +10,9 @@
 # prints the Markdown table.  Then it measures the ratios the series is
 # judged by (a chain against the IP alone, one frame per page against a
 # dense stack) with their spread, in a run of their own with more
-# repetitions (OUTDIR/ratios).  --ratios runs only that; --smoke runs only
+# repetitions (OUTDIR/ratios), and then what the kernel's walks did per
+# sample, counted by KVM's tracepoints in runs of their own (OUTDIR/units).
+# --ratios runs only the ratios, --units only the counts; --smoke runs only
 # the short sanity check (no sampling, in-kernel chains, userspace chains,
 # one rate, ~1 s each), which fails on no work, no samples or a
 # complete-chain share <= 0.9.  Extra arguments after -- go to the
@@ -18,14 +20,15 @@
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
-smoke=0 ratios_only=0 outdir=$BUILD/bench-out
+smoke=0 ratios_only=0 units_only=0 outdir=$BUILD/bench-out
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) smoke=1 ;;
 	--ratios) ratios_only=1 ;;
+	--units) units_only=1 ;;
 	-o) outdir=$2; shift ;;
 	--) shift; break ;;
-	*) die "usage: $0 [--smoke | --ratios] [-o OUTDIR] [-- BENCH-ARGS...]" ;;
+	*) die "usage: $0 [--smoke | --ratios | --units] [-o OUTDIR] [-- BENCH-ARGS...]" ;;
 	esac
 	shift
 done
@@ -82,14 +85,14 @@ report() {
 	local l1=$OUT/l1/$1 dir=$2 f
 	[ -s "$l1/results.csv" ] || die "no results in $l1"
 	mkdir -p "$dir"
-	for f in results.csv phases.csv hostclock.csv sync.csv; do
+	for f in results.csv phases.csv hostclock.csv sync.csv units.csv; do
 		[ ! -f "$l1/$f" ] || cp "$l1/$f" "$dir/$f"
 	done
 	cp "$l1/output.log" "$dir/bench.log"
 	$PYTHON "$TOP/bench/report.py" "$dir/results.csv" "$dir"
 }
 
-if [ $ratios_only -eq 0 ]; then
+if [ $ratios_only -eq 0 ] && [ $units_only -eq 0 ]; then
 	# The default run: 5 repetitions of 51 runs of 2.2 s (+0.2 s warm-up):
 	# about 12 minutes in L1.
 	run_in_l1 bench 1080 "$@"
@@ -103,9 +106,20 @@ fi
 # in turn in each of RATIO_REPS repetitions of RATIO_SECONDS each, about 15
 # minutes in L1.  With make bench's 2.2 s runs
 # and 21 repetitions it was +-20% (docs/measurements.md).
-run_in_l1 bench-ratios 2000 --only kernel-ip:64:1000 --only kernel-chain:64:1000 \
+if [ $units_only -eq 0 ]; then
+	run_in_l1 bench-ratios 2000 --only kernel-ip:64:1000 --only kernel-chain:64:1000 \
+		--only kernel-chain:64:1000:sparse --only kernel-host:64:1000 \
+		-r "${RATIO_REPS:-31}" -d "${RATIO_SECONDS:-6.6}"
+	report bench-ratios "$outdir/ratios"
+	awk '/^Ratios/ { p = 1 } /^Complete chains/ { p = 0 } p' "$outdir/ratios/results.md"
+fi
+
+# What the walks did, per sample, in units no emulator distorts: the same
+# configurations (and the stack window's) once more, with KVM's tracepoints
+# on, which cost time of their own.  A minute in L1.
+run_in_l1 bench-units 600 -U --only kernel-chain:8:1000 --only kernel-chain:64:1000 \
 	--only kernel-chain:64:1000:sparse --only kernel-host:64:1000 \
-	-r "${RATIO_REPS:-31}" -d "${RATIO_SECONDS:-6.6}"
-report bench-ratios "$outdir/ratios"
-awk '/^Ratios/ { p = 1 } /^Complete chains/ { p = 0 } p' "$outdir/ratios/results.md"
+	--only kernel-stack:64:1000 -r 1 -d 2.2
+report bench-units "$outdir/units"
+awk '/^Work of the kernel/ { p = 1 } p' "$outdir/units/results.md"
 say "done in $(($(date +%s) - start))s; results in $outdir (results.md, overhead.png, results.csv, bench.log; ratios/)"
