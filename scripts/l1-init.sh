@@ -34,6 +34,9 @@ case "$top" in
 	;;
 esac
 mount -t debugfs debugfs /sys/kernel/debug
+# Where systemd mounts it on a host: the benchmark's counts come from KVM's
+# tracepoints there (bench -U).
+mount -t tracefs tracefs /sys/kernel/tracing
 # The demo's VMs each run in a cgroup of their own, which perf record -G
 # takes (demo/in-l1.sh).  The perf_event controller's own (v1) hierarchy:
 # on cgroup2, new cgroups got no perf_event state here (perf -G failed
