@@ -122,4 +122,4 @@ run_in_l1 bench-units 600 -U --only kernel-chain:8:1000 --only kernel-chain:64:1
 	--only kernel-stack:64:1000 -r 1 -d 2.2
 report bench-units "$outdir/units"
 awk '/^Work of the kernel/ { p = 1 } p' "$outdir/units/results.md"
-say "done in $(($(date +%s) - start))s; results in $outdir (results.md, overhead.png, results.csv, bench.log; ratios/)"
+say "done in $(($(date +%s) - start))s; results in $outdir (results.md, overhead.png, results.csv, bench.log; ratios/, units/)"
