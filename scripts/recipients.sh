@@ -22,11 +22,14 @@ recipients() {
 	echo "# from scripts/get_maintainer.pl and keeps the lines from \"# Also\" on."
 	# get_maintainer.pl gives each address its first role only: ask it
 	# patch by patch, so that whoever maintains what any patch touches is
-	# To: (a KVM x86 maintainer is a reviewer of generic KVM).
+	# To: (a KVM x86 maintainer is a reviewer of generic KVM).  Without the
+	# patch's mail headers: the To: and Cc: that the last export wrote
+	# change the order of its answer, and so what this writes.
 	series_patches | grep "^$name/" | sed "s|^|$TOP/patches/|" |
 		while read -r patch; do
+			sed '1,/^$/d' "$patch" >"$body"
 			(cd "$TREE" && scripts/get_maintainer.pl --no-git --no-git-fallback \
-				--no-keywords --no-fixes --rolestats "$patch") 2>/dev/null
+				--no-keywords --no-fixes --rolestats "$body") 2>/dev/null
 		done |
 		grep -v -F -f <(printf '%s\n' "${drops:-//none//}") |
 		awk '
@@ -42,6 +45,8 @@ recipients() {
 }
 
 [ -x "$TREE/scripts/get_maintainer.pl" ] || die "no $TREE/scripts/get_maintainer.pl: run 'make tree'"
+body=$(mktemp)
+trap 'rm -f "$body"' EXIT
 stale=0
 for name in $(series_names); do
 	if [ "${1:-}" = --check ]; then
