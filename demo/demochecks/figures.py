@@ -1,6 +1,6 @@
 """Figures of samples, and the verdicts the checks print."""
 import sys
-from demochecks.read import KERNEL_ENTRY, UNKNOWN_THREAD, beyond_ip
+from demochecks.read import KERNEL_ENTRY, UNKNOWN_THREAD, USER_ENTRY, beyond_ip
 
 
 def at_least(part, whole, percent):
@@ -35,10 +35,15 @@ def symbols(sample):
 
 
 def kernel_chain_complete(sample):
-    """Every kernel frame resolved, the outermost one an entry point."""
+    """Every kernel frame resolved, the outermost one an entry point: one
+    of KERNEL_ENTRY, or one of USER_ENTRY with user frames after it."""
     kernel = [frame for frame in sample.frames if is_kernel(frame)]
-    return (all(frame.sym != "[unknown]" for frame in kernel)
-            and KERNEL_ENTRY.fullmatch(kernel[-1].sym) is not None)
+    if not kernel or any(frame.sym == "[unknown]" for frame in kernel):
+        return False
+    outermost = kernel[-1].sym
+    return (KERNEL_ENTRY.fullmatch(outermost) is not None
+            or (USER_ENTRY.fullmatch(outermost) is not None
+                and not is_kernel(sample.frames[-1])))
 
 
 def counts(samples):

@@ -21,12 +21,16 @@ THRESHOLD_NAMES = frozenset({
 # perf kvm's thread for a guest sample its VM's sideband could not place.
 UNKNOWN_THREAD = "[unknown guest thread]"
 # A guest kernel chain is complete when its outermost kernel frame is an
-# entry point: a system call, an exception, an interrupt, a kernel
-# thread's start, or, on the interrupt stack, whose copy is all a sample
-# has, the interrupt handler that switched to it.
+# entry point (demochecks.figures.kernel_chain_complete()): a system
+# call's, a kernel thread's or a CPU's start (the idle loop's chain, an
+# interrupt's included, ends there), or, when the chain goes on in user
+# mode, the entry of an interrupt or exception from user mode.  An
+# interrupt handler that switched to the interrupt stack is not one: the
+# code the interrupt hit is on the stack it left.
 KERNEL_ENTRY = re.compile(
-    r"(entry_SYSCALL_64|entry_SYSCALL_64_after_hwframe|asm_(exc|sysvec|common)_[a-z_]+"
-    r"|ret_from_fork(_asm)?|sysvec_[a-z_]+)")
+    r"entry_SYSCALL_64(_after_hwframe)?|ret_from_fork(_asm)?"
+    r"|(secondary|common)_startup_64|start_kernel|x86_64_start_(kernel|reservations)")
+USER_ENTRY = re.compile(r"asm_(exc|sysvec|common)_[a-z0-9_]+")
 # The stock guest's programs (demo/workload.c, demo/pingpong.c) and the
 # functions their hot loops spend their time in; the fp guest runs workload.
 HOT_LEAVES = {

@@ -17,7 +17,8 @@ set -euo pipefail
 # whose name contains it): those tests/expected names intel/PROGRAM/NAME,
 # the one list of them (the compiled path, 64-bit kernel and user stacks,
 # a CR3 switch without exits (CR3 read live from the VMCS), compat and
-# 32-bit PAE user code, real mode (no chain), stack windows, BPF, no guest
+# 32-bit PAE user code, real mode (no chain), stack windows and a link
+# from one to another, BPF, no guest
 # state in the softirqs after VMX's handle_exit_irqoff(), the race, the
 # host part of guest samples from VMX's external-interrupt exit path;
 # about 180 s here).
