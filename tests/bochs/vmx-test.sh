@@ -18,10 +18,9 @@ set -euo pipefail
 # the one list of them (the compiled path, 64-bit kernel and user stacks,
 # a CR3 switch without exits (CR3 read live from the VMCS), compat and
 # 32-bit PAE user code, real mode (no chain), stack windows and a link
-# from one to another, BPF, no guest
-# state in the softirqs after VMX's handle_exit_irqoff(), the race, the
-# host part of guest samples from VMX's external-interrupt exit path;
-# about 180 s here).
+# from one to another, BPF, no guest state in the softirqs after VMX's
+# handle_exit_irqoff(), the race, the host part of guest samples from
+# VMX's external-interrupt exit path; about 200 s here).
 mapfile -t subtests < <(awk -F'\t' '$1 ~ /^intel\/[a-z_]+\/[a-z0-9_]+$/ {
 	split($1, part, "/"); print part[2] ":" part[3] }' "$TOP/tests/expected")
 [ ${#subtests[@]} -gt 0 ] || die "tests/expected names no intel/PROGRAM/SUBTEST"
