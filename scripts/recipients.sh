@@ -22,13 +22,16 @@ recipients() {
 	echo "# from scripts/get_maintainer.pl and keeps the lines from \"# Also\" on."
 	# get_maintainer.pl gives each address its first role only: ask it
 	# patch by patch, so that whoever maintains what any patch touches is
-	# To: (a KVM x86 maintainer is a reviewer of generic KVM).  Without the
-	# patch's mail headers: the To: and Cc: that the last export wrote
-	# change the order of its answer, and so what this writes.
+	# To: (a KVM x86 maintainer is a reviewer of generic KVM); without the
+	# patch's mail headers, which the last export wrote.  With Perl's hash
+	# order fixed: get_maintainer.pl's answer comes in hash order, which
+	# Perl randomizes run by run, and so would what this writes (the
+	# vcpu-host file failed --check in one run of two).
 	series_patches | grep "^$name/" | sed "s|^|$TOP/patches/|" |
 		while read -r patch; do
 			sed '1,/^$/d' "$patch" >"$body"
-			(cd "$TREE" && scripts/get_maintainer.pl --no-git --no-git-fallback \
+			(cd "$TREE" && PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0 \
+				scripts/get_maintainer.pl --no-git --no-git-fallback \
 				--no-keywords --no-fixes --rolestats "$body") 2>/dev/null
 		done |
 		grep -v -F -f <(printf '%s\n' "${drops:-//none//}") |
