@@ -1,6 +1,6 @@
 """Figures of samples, and the verdicts the checks print."""
 import sys
-from demochecks.read import KERNEL_ENTRY, UNKNOWN_THREAD, USER_ENTRY, beyond_ip
+from demochecks.read import EXIT_TO_USER, KERNEL_ENTRY, UNKNOWN_THREAD, USER_ENTRY, beyond_ip
 
 
 def at_least(part, whole, percent):
@@ -36,12 +36,14 @@ def symbols(sample):
 
 def kernel_chain_complete(sample):
     """Every kernel frame resolved, the outermost one an entry point: one
-    of KERNEL_ENTRY, or one of USER_ENTRY with user frames after it."""
+    of KERNEL_ENTRY, or one of USER_ENTRY with user frames after it; or
+    the sample is on the way back to user mode (EXIT_TO_USER)."""
     kernel = [frame for frame in sample.frames if is_kernel(frame)]
     if not kernel or any(frame.sym == "[unknown]" for frame in kernel):
         return False
     outermost = kernel[-1].sym
     return (KERNEL_ENTRY.fullmatch(outermost) is not None
+            or EXIT_TO_USER.fullmatch(outermost) is not None
             or (USER_ENTRY.fullmatch(outermost) is not None
                 and not is_kernel(sample.frames[-1])))
 

@@ -26,10 +26,17 @@ UNKNOWN_THREAD = "[unknown guest thread]"
 # interrupt's included, ends there), or, when the chain goes on in user
 # mode, the entry of an interrupt or exception from user mode.  An
 # interrupt handler that switched to the interrupt stack is not one: the
-# code the interrupt hit is on the stack it left.
+# code the interrupt hit is on the stack it left.  The return to user mode
+# (EXIT_TO_USER) is the other end of an entry: the kernel stack holds no
+# caller there, only what the entry saved, being put back.
 KERNEL_ENTRY = re.compile(
     r"entry_SYSCALL_64(_after_hwframe)?|ret_from_fork(_asm)?"
     r"|(secondary|common)_startup_64|start_kernel|x86_64_start_(kernel|reservations)")
+# __irqentry_text_end is where swapgs_restore_regs_and_return_to_usermode
+# starts, and the name perf may give it.
+EXIT_TO_USER = re.compile(
+    r"syscall_return_via_sysret|entry_SYSRETQ_(unsafe_stack|end)|native_irq_return_iret"
+    r"|swapgs_restore_regs_and_return_to_usermode|common_interrupt_return|__irqentry_text_end")
 USER_ENTRY = re.compile(r"asm_(exc|sysvec|common)_[a-z0-9_]+")
 # The stock guest's programs (demo/workload.c, demo/pingpong.c) and the
 # functions their hot loops spend their time in; the fp guest runs workload.
