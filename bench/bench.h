@@ -64,7 +64,8 @@ struct expect {
 /*
  * With -U: what the kernel's walks of the guest's stack did, summed over a
  * run, from KVM's tracepoints kvm_guest_callchain_walk (one per chain) and
- * kvm_guest_stack_window_walk (one per piece of a stack window).
+ * kvm_guest_stack_window_walk (one per piece of a stack window, and one,
+ * with no bytes, per look at the link to the stack an interrupt stack left).
  */
 struct walk_units {
 	u64 walks;			/* tracepoint events */
