@@ -14,6 +14,7 @@ demo/report.sh) is read here and nowhere else in the checks:
   perf-kvm-vcpu-script.txt  perf kvm --host --guest script, as above
   folded-vcpu.txt      its folded stacks, "VM;thread;outermost;... COUNT"
   flamegraph-vcpu.html, flamegraph-vcpu.labels  its flame graph
+  gecko-vcpu.json      its Firefox Profiler profile (script report gecko)
   vms                  a line per VM: NAME GUEST LEVEL QEMU-PID [VCPUS]
 and every bound the checks use is in demo/thresholds.conf.
 

@@ -14,6 +14,7 @@
 #   perf-kvm-vcpu-script.txt  'perf kvm --host --guest script'
 #   folded-vcpu.txt      its folded stacks, each under its VM
 #   flamegraph-vcpu.html, flamegraph-vcpu.png, flamegraph-vcpu.labels
+#   gecko-vcpu.json      'script report gecko', for the Firefox Profiler
 # with the guest's kernel symbols from OUTDIR/guestmount, and its user
 # space symbols from, for the stock guest, the guest's sideband put into
 # perf.data by perf inject --guest-data (perf.data.guest) and its build-id
@@ -200,6 +201,11 @@ if [ "$several" = 0 ] && [ "$(cat machines 2>/dev/null)" = "--host --guest" ]; t
 	HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input script --kallsyms=host-kallsyms \
 		report stackcollapse -- --include-vm >folded-vcpu.txt 2>>perf-kvm-vcpu.err ||
 		die "perf kvm --host --guest script report stackcollapse failed: $(tail -n 5 perf-kvm-vcpu.err)"
+	step "the whole vCPU thread for the Firefox Profiler: script report gecko --save-only gecko-vcpu.json"
+	rm -f gecko-vcpu.json
+	HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input script --kallsyms=host-kallsyms \
+		report gecko --save-only gecko-vcpu.json >>perf-kvm-vcpu.err 2>&1 </dev/null ||
+		die "perf kvm --host --guest script report gecko failed: $(tail -n 5 perf-kvm-vcpu.err)"
 	if [ "$draw" != 0 ]; then
 		HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input script --kallsyms=host-kallsyms \
 			report flamegraph -- --include-vm --template "$template" -o flamegraph-vcpu.html >>perf-kvm-vcpu.err 2>&1 </dev/null || true
@@ -227,6 +233,7 @@ files=(perf.data)
 files+=(perf-kvm-script.txt folded.txt top-stacks.txt)
 [ "$draw" = 0 ] || files+=(flamegraph.html flamegraph.png)
 [ ! -s folded-vcpu.txt ] || files+=(folded-vcpu.txt)
+[ ! -s gecko-vcpu.json ] || files+=(gecko-vcpu.json)
 [ ! -s flamegraph-vcpu.png ] || files+=(flamegraph-vcpu.html flamegraph-vcpu.png)
 for f in "${files[@]}"; do
 	printf '  %-20s %s\n' "$f" "$(du -h "$f" | cut -f1)"

@@ -17,6 +17,7 @@ from demochecks.read import (
     first_level,
     parse_flamegraph,
     parse_folded,
+    parse_gecko,
     parse_script,
     read_text,
     recorded_host)
@@ -144,6 +145,38 @@ def check_vcpu(v, outdir, limits):
             "the rendered flame graph of the vCPU thread does not show a vCPU thread, %s and the system call entry (it shows %s)"
             % (VCPU_RUN, ", ".join(shown) or "neither"))
     check_png(v, outdir / "flamegraph-vcpu.png", limits["MIN_PNG_BYTES"])
+    check_gecko(v, outdir / "gecko-vcpu.json", vm, complete)
+
+
+GUEST_PROCESS = re.compile(r" \(\d+\) \(in (.*)\)$")
+
+
+def check_gecko(v, path, vm, least):
+    """The whole vCPU thread in the Firefox Profiler's format (perf kvm
+    --host --guest script report gecko): at least the @least guest samples
+    with the host part down to the system call entry are on a vCPU thread,
+    under its host frames through KVM_RUN, then the guest's process, in
+    @vm, and its frames."""
+    try:
+        samples = parse_gecko(path)
+    except Error as err:
+        v.check(False, "", str(err))
+        return
+    threads, joined = set(), 0
+    for thread, frames in samples:
+        if not re.match(r"CPU \d+/KVM$", thread):
+            continue
+        threads.add(thread)
+        run = [i for i, f in enumerate(frames) if f.startswith(VCPU_RUN + " (in ")]
+        guest = [i for i, f in enumerate(frames)
+                 if GUEST_PROCESS.search(f) and GUEST_PROCESS.search(f).group(1) == vm.replace("_", " ")]
+        joined += bool(run and guest and run[0] < guest[0] < len(frames) - 1)
+    v.check(threads and joined >= least,
+            "the Firefox Profiler's profile (gecko-vcpu.json) has %d samples of the vCPU threads (%s) "
+            "under %s, then the guest's process and its frames" % (joined, ", ".join(sorted(threads)), VCPU_RUN),
+            "the Firefox Profiler's profile (gecko-vcpu.json) has %d samples of vCPU threads (%s) under "
+            "%s, then the guest's process and its frames, fewer than the %d joined guest samples"
+            % (joined, ", ".join(sorted(threads)) or "none", VCPU_RUN, least))
 
 
 def check_share(v, part, whole, least, what, ok_has, bad_has):

@@ -187,6 +187,29 @@ def parse_flamegraph(path):
     return root
 
 
+def parse_gecko(path):
+    """The samples of a Firefox Profiler (gecko) profile, as perf's gecko.py
+    writes it: (thread name, frames outermost first), each frame its
+    string, e.g. "func (in dso)"."""
+    try:
+        profile = json.loads(Path(path).read_text(errors="replace"))
+        samples = []
+        for thread in profile["threads"]:
+            strings = thread["stringTable"]
+            frames = thread["frameTable"]["data"]
+            stacks = thread["stackTable"]["data"]
+            for stack, *_ in thread["samples"]["data"]:
+                chain = []
+                while stack is not None:
+                    prefix, frame = stacks[stack]
+                    chain.append(strings[frames[frame][0]])
+                    stack = prefix
+                samples.append((thread["name"], chain[::-1]))
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as err:
+        raise Error("no profile in %s: %s" % (path, err)) from err
+    return samples
+
+
 def parse_folded(path):
     """Folded stacks: (frames, count), frames outermost first (the comm,
     or with --include-vm the VM, first)."""
