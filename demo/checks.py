@@ -23,6 +23,8 @@ and every bound the checks use is in demo/thresholds.conf.
   demo/checks.py vms OUTDIR         several VMs' (demo/check-vms.sh)
   demo/checks.py counts FILE [KEY]  what a perf kvm script output holds
   demo/checks.py threshold NAME     a bound, as the checks read it
+  demo/checks.py released OUTDIR FILE  a released perf's perf script of
+                                    OUTDIR's recording of the vCPU thread
 
 A check prints "ok: ..." or "FAILED: ..." (and, indented, examples of what
 failed); the exit status is 1 if any check failed.  This is their command
@@ -37,7 +39,7 @@ from pathlib import Path
 from demochecks.read import Error, THRESHOLDS, load_thresholds, parse_script
 from demochecks.figures import Verdicts, counts, num
 from demochecks.recording import check_recording
-from demochecks.output import check_output
+from demochecks.output import check_output, check_released
 from demochecks.vms import check_vms
 
 
@@ -79,6 +81,9 @@ def main(argv):
     cmd.add_argument("file")
     cmd.add_argument("key", nargs="?")
     sub.add_parser("threshold", help="a bound of thresholds.conf").add_argument("name")
+    cmd = sub.add_parser("released", help="a released perf's output of the vCPU thread's recording")
+    cmd.add_argument("outdir")
+    cmd.add_argument("file")
     args = parser.parse_args(argv)
     checks = {"recording": check_recording, "output": check_output, "vms": check_vms}
     try:
@@ -86,6 +91,10 @@ def main(argv):
             return run_check(checks[args.command], args.outdir)
         if args.command == "counts":
             return print_counts(args.file, args.key)
+        if args.command == "released":
+            v = Verdicts()
+            check_released(v, Path(args.outdir), Path(args.file))
+            return 1 if v.failed else 0
         return print_threshold(args.name)
     except (Error, OSError) as err:
         print("[checks] error: %s" % err, file=sys.stderr)

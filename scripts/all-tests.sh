@@ -221,10 +221,14 @@ emulator_lane() {
 	tested demo/bad-use bash "$TOP/tests/demo/bad-use-test.sh" "$OUT/demo-short"
 	tested demo/vms demo_vms
 	tested demo/vms-bad bash "$TOP/tests/demo/vms-bad-sideband-test.sh" "$OUT/demo-vms"
+	# What the previous perf makes of the whole vCPU thread's recording.
+	tested demo/released-perf bash "$TOP/tests/demo/released-perf-test.sh" "$OUT/demo-short"
 }
 
 # The others, beside them.
 host_lane() {
+	# The previous perf, for demo/released-perf in the other lane.
+	tested build/perf-released bash "$TOP/scripts/build-perf.sh" released
 	tested series/checkpatch bash "$TOP/tests/series/checkpatch-test.sh"
 	tested harness/export-roundtrip bash "$TOP/tests/series/export-roundtrip-test.sh"
 	# The postable series: each applies on the base with what it needs and

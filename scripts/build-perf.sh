@@ -9,13 +9,27 @@
 #                                    unwind) into $BUILD/perf-VARIANT, without
 #                                    Python, checked to be built as the
 #                                    variant says
+#   scripts/build-perf.sh released   the perf of the series' base, as
+#                                    released (the tree's tag 'base'), into
+#                                    $BUILD/perf-released: the previous perf,
+#                                    whose decoding of our recordings
+#                                    tests/demo/released-perf-test.sh checks
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 variant=${1:-}
+tree=$TREE
 if [ -z "$variant" ]; then
 	obj=$PERFBUILD args=() what="libelf, libdw, libtraceevent, python"
 	want=("dwarf: \[ on" "libelf: \[ on" "libtraceevent: \[ on" "libpython: \[ on")
+elif [ "$variant" = released ]; then
+	obj=$BUILD/perf-released args=(NO_LIBPYTHON=1) what="the series' base, $(git -C "$TREE" rev-parse --short base)"
+	want=("libelf: \[ on")
+	# Only what perf's build reads of the kernel tree.
+	tree=$BUILD/perf-released-src
+	rm -rf "$tree" && mkdir -p "$tree"
+	git -C "$TREE" archive base Makefile arch include scripts tools | tar -x -C "$tree" ||
+		die "can't take the base of $TREE"
 else
 	obj=$BUILD/perf-$variant
 	# No Python scripting: the variants' tests don't use it.
@@ -28,7 +42,7 @@ else
 fi
 mkdir -p "$obj"
 say "building perf ($what)"
-perf_make "$TREE" "$obj" "${args[@]}" >"$obj/build.log" 2>&1 || {
+perf_make "$tree" "$obj" "${args[@]}" >"$obj/build.log" 2>&1 || {
 	tail -n 40 "$obj/build.log"
 	die "perf build failed (log: $obj/build.log)"
 }

@@ -338,3 +338,40 @@ def check_png(v, path, least):
             "%s is not a picture of the flame graph (%d bytes%s; need a PNG of more than %s bytes)"
             % (path.name, len(data), "" if data.startswith(PNG_SIGNATURE) else ", no PNG signature",
                num(least)))
+
+SAMPLE_TIME = re.compile(r"\s(\d+\.\d+):")
+
+
+def sample_time(sample):
+    """A sample's timestamp as its header says it, or None."""
+    match = SAMPLE_TIME.search(sample.header)
+    return match.group(1) if match else None
+
+
+def check_released(v, outdir, released_path):
+    """A released perf (the series' base) reading the recording of the
+    whole vCPU thread: none of a guest sample's host part, as this
+    series' perf shows it (perf-kvm-vcpu-script.txt), among the frames
+    the released perf shows for that sample (released_path, its perf
+    script output of the same file), which would be host frames it
+    resolved in the guest machine."""
+    host_parts = {}
+    for sample in parse_script(outdir / "perf-kvm-vcpu-script.txt"):
+        start = host_part(sample)
+        if start is not None and sample_time(sample):
+            host_parts[sample_time(sample)] = {f.addr.lstrip("0") for f in sample.frames[start:]}
+    compared, mixed = 0, []
+    for sample in parse_script(released_path):
+        host = host_parts.get(sample_time(sample))
+        if host is None:
+            continue
+        compared += 1
+        if host & {f.addr.lstrip("0") for f in sample.frames}:
+            mixed.append(sample.header)
+    v.check(host_parts and compared * 10 >= len(host_parts) * 9 and not mixed,
+            "the released perf shows none of the host part among the frames of the %d of %d "
+            "guest samples with a host part (it drops those chains)" % (compared, len(host_parts)),
+            "the released perf shows the host part among the frames of %d of the %d of %d guest "
+            "samples with a host part it showed" % (len(mixed), compared, len(host_parts)))
+    for header in mixed[:EXAMPLES]:
+        v.example(header)
