@@ -13,8 +13,10 @@ set -uo pipefail
 [ $# -eq 1 ] || die "usage: $0 DEMO_OUTDIR"
 demo=$(cd "$1" && pwd)
 released=$BUILD/perf-released/perf
-[ "$(cat "$demo/machines" 2>/dev/null)" = "--host --guest" ] && [ -s "$demo/perf-kvm-vcpu-script.txt" ] ||
+if [ "$(cat "$demo/machines" 2>/dev/null)" != "--host --guest" ] ||
+	[ ! -s "$demo/perf-kvm-vcpu-script.txt" ]; then
 	die "$demo has no recording of the whole vCPU thread (perf kvm --host --guest)"
+fi
 # The build runs beside the demo (make check's host lane): wait for it.
 for _ in $(seq 90); do
 	[ -x "$released" ] && break
