@@ -32,6 +32,10 @@
 #                 SeaBIOS booted in L1 opted in and not, side by side (boot
 #                 time, IPIs, memslot ioctl time; L1_KERNEL=bzImage: another
 #                 kernel to compare; about 5 min)
+#   make bench-perf   what the perf series cost host-only profiles: one
+#                 recording read by the base's perf and by ours, side by
+#                 side (perf report, perf script; about 2 min):
+#                 build/bench-out/perf-tools/results.md
 #   make bisect   every patch builds on its own, perf at each also without
 #                 libelf and without libdw (BISECT_VARIANTS=changed: where
 #                 the libraries can change what builds; about 25 min with an
@@ -60,7 +64,7 @@
 
 S := scripts
 
-.PHONY: all check check-host expected verified-builds build deps tree export kernel perf selftests bench bench-memslots demo demo-deps demo-soak bochs bisect packages l1 l1-kvm-down clean distclean
+.PHONY: all check check-host expected verified-builds build deps tree export kernel perf selftests bench bench-perf bench-memslots demo demo-deps demo-soak bochs bisect packages l1 l1-kvm-down clean distclean
 
 all: build
 
@@ -99,6 +103,9 @@ build: kernel perf selftests
 
 bench: build
 	@bash -c '. $(S)/lib.sh; stage bench bash bench/run.sh'
+
+bench-perf: perf
+	@bash -c '. $(S)/lib.sh; stage bench-perf bash bench/perf-tools.sh'
 
 bench-memslots: build
 	@bash -c '. $(S)/lib.sh; stage bench-memslots bash bench/memslot-boot.sh'
