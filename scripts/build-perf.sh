@@ -23,7 +23,10 @@ if [ -z "$variant" ]; then
 	obj=$PERFBUILD args=() what="libelf, libdw, libtraceevent, python"
 	want=("dwarf: \[ on" "libelf: \[ on" "libtraceevent: \[ on" "libpython: \[ on")
 elif [ "$variant" = released ]; then
-	obj=$BUILD/perf-released args=(NO_LIBPYTHON=1) what="the series' base, $(git -C "$TREE" rev-parse --short base)"
+	# NO_RUST: the base lacks perf-fixes 1, without which ar can't archive
+	# the Rust workload where a newer rustc than the host's LLVM is.
+	obj=$BUILD/perf-released args=(NO_LIBPYTHON=1 NO_RUST=1)
+	what="the series' base, $(git -C "$TREE" rev-parse --short base)"
 	want=("libelf: \[ on")
 	# Only what perf's build reads of the kernel tree.
 	tree=$BUILD/perf-released-src

@@ -189,12 +189,13 @@ perf_make() {
 	local tree=$1 obj=$2
 	shift 2
 	# NO_LIBLLVM: perf disassembles with objdump then; the demo's guest
-	# carries this perf and its libraries, and LLVM's are 160 MB.
-	# NO_RUST: 7.3's Rust test workload breaks Debian 12's ar ("LLVM ERROR:
-	# Invalid encoding"); perf tests nothing of ours with it.
+	# carries this perf and its libraries, and LLVM's are 160 MB.  Rust
+	# as perf's defaults say (its test workload, where rustc is there:
+	# perf-fixes' "tools build: Strip the LLVM bitcode of Rust static
+	# libraries" lets Debian 12's ar archive it).
 	make -s -C "$tree/tools/perf" O="$obj" -j"$(nproc)" CC="ccache gcc" \
 		NO_LIBPERL=1 NO_LIBBABELTRACE=1 NO_LIBUNWIND=1 NO_SDT=1 NO_JVMTI=1 \
-		NO_LIBPFM4=1 NO_LIBLLVM=1 NO_RUST=1 BUILD_BPF_SKEL=0 PYTHON=/usr/bin/python3 "$@"
+		NO_LIBPFM4=1 NO_LIBLLVM=1 BUILD_BPF_SKEL=0 PYTHON=/usr/bin/python3 "$@"
 }
 
 # perf as make packages ships it: what a distribution's perf has (BPF
