@@ -168,8 +168,8 @@ def check_gecko(v, path, vm, least):
             continue
         threads.add(thread)
         run = [i for i, f in enumerate(frames) if f.startswith(VCPU_RUN + " (in ")]
-        guest = [i for i, f in enumerate(frames)
-                 if GUEST_PROCESS.search(f) and GUEST_PROCESS.search(f).group(1) == vm.replace("_", " ")]
+        in_vm = [GUEST_PROCESS.search(f) for f in frames]
+        guest = [i for i, m in enumerate(in_vm) if m and m.group(1) == vm.replace("_", " ")]
         joined += bool(run and guest and run[0] < guest[0] < len(frames) - 1)
     v.check(threads and joined >= least,
             "the Firefox Profiler's profile (gecko-vcpu.json) has %d samples of the vCPU threads (%s) "
@@ -338,6 +338,7 @@ def check_png(v, path, least):
             "%s is not a picture of the flame graph (%d bytes%s; need a PNG of more than %s bytes)"
             % (path.name, len(data), "" if data.startswith(PNG_SIGNATURE) else ", no PNG signature",
                num(least)))
+
 
 SAMPLE_TIME = re.compile(r"\s(\d+\.\d+):")
 
