@@ -15,6 +15,8 @@
 #   folded-vcpu.txt      its folded stacks, each under its VM
 #   flamegraph-vcpu.html, flamegraph-vcpu.png, flamegraph-vcpu.labels
 #   gecko-vcpu.json      'script report gecko', for the Firefox Profiler
+#   report-vcpu_thread.txt, report-comm.txt  'report --children --sort
+#                        vcpu_thread,dso,sym' (and comm,dso,sym)
 # with the guest's kernel symbols from OUTDIR/guestmount, and its user
 # space symbols from, for the stock guest, the guest's sideband put into
 # perf.data by perf inject --guest-data (perf.data.guest) and its build-id
@@ -206,6 +208,13 @@ if [ "$several" = 0 ] && [ "$(cat machines 2>/dev/null)" = "--host --guest" ]; t
 	HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input script --kallsyms=host-kallsyms \
 		report gecko --save-only gecko-vcpu.json >>perf-kvm-vcpu.err 2>&1 </dev/null ||
 		die "perf kvm --host --guest script report gecko failed: $(tail -n 5 perf-kvm-vcpu.err)"
+	step "the vCPU threads in perf report: --children --sort vcpu_thread,dso,sym (and comm,dso,sym)"
+	for key in vcpu_thread comm; do
+		HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input report --kallsyms=host-kallsyms \
+			--children --sort $key,dso,sym --stdio -g none -t ';' \
+			>report-$key.txt 2>>perf-kvm-vcpu.err </dev/null ||
+			die "perf kvm --host --guest report --sort $key failed: $(tail -n 5 perf-kvm-vcpu.err)"
+	done
 	if [ "$draw" != 0 ]; then
 		HOME=$home "$PERF" kvm --host "${opts[@]}" -i $input script --kallsyms=host-kallsyms \
 			report flamegraph -- --include-vm --template "$template" -o flamegraph-vcpu.html >>perf-kvm-vcpu.err 2>&1 </dev/null || true

@@ -146,6 +146,49 @@ def check_vcpu(v, outdir, limits):
             % (VCPU_RUN, ", ".join(shown) or "neither"))
     check_png(v, outdir / "flamegraph-vcpu.png", limits["MIN_PNG_BYTES"])
     check_gecko(v, outdir / "gecko-vcpu.json", vm, complete)
+    check_report_vcpu(v, outdir, limits["MIN_VCPU_HOST_PERCENT"])
+
+
+def parse_report(path):
+    """perf report --children -g none -t ';' --sort KEY,dso,sym: (children
+    percent, key, dso, symbol) per entry."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    rows = []
+    for line in lines:
+        fields = [f.strip() for f in line.split(";")]
+        if line.startswith("#") or len(fields) != 5:
+            continue
+        try:
+            children = float(fields[0].rstrip("%"))
+        except ValueError:
+            continue
+        rows.append((children, fields[2], fields[3], fields[4].split("] ", 1)[-1]))
+    return rows
+
+
+def check_report_vcpu(v, outdir, least):
+    """The vCPU thread in perf report (--children): sorted by vcpu_thread,
+    a vCPU thread holds KVM_RUN in at least @least percent of the samples
+    and the guest's frames; sorted by comm, KVM_RUN is the vCPU threads'
+    alone, never charged to a guest program."""
+    rows = [r for r in parse_report(outdir / "report-vcpu_thread.txt")
+            if re.search(r"^\d+:CPU \d+/KVM$", r[1])]
+    run = max((r[0] for r in rows if r[3] == VCPU_RUN), default=0.0)
+    guest = {r[1] for r in rows if r[2].startswith("[guest.")}
+    v.check(run >= least and guest,
+            "perf report --sort vcpu_thread: %s with %s in %.1f%% of the samples and the guest's frames"
+            % (", ".join(sorted(guest)), VCPU_RUN, run),
+            "perf report --sort vcpu_thread: no vCPU thread with %s in %d%% of the samples and the "
+            "guest's frames (%s in %.1f%%, guest frames under %s)"
+            % (VCPU_RUN, least, VCPU_RUN, run, ", ".join(sorted(guest)) or "none"))
+    by_comm = parse_report(outdir / "report-comm.txt")
+    wrong = sorted({r[1] for r in by_comm if r[3] == VCPU_RUN and not re.match(r"CPU \d+/KVM$", r[1])})
+    v.check(by_comm and not wrong,
+            "perf report --children --sort comm: %s under the vCPU threads alone" % VCPU_RUN,
+            "perf report --children --sort comm: %s under %s" % (VCPU_RUN, ", ".join(wrong) or "nothing"))
 
 
 GUEST_PROCESS = re.compile(r" \(\d+\) \(in (.*)\)$")
