@@ -21,7 +21,7 @@ python3 "$TOP/scripts/host-caps.py" --only-perf --perf "perf-$v=$PERF" >>"$HOST_
 more=()
 [ "$v" != unwind ] || more=("Test dwarf unwind")
 bash "$TOP/tests/perf-test.sh" "perf-$v" "Guest call chain resolution" \
-	"Guest stack unwinding" "ORC unwinding" "${more[@]}" >"$out" 2>&1
+	"Guest machines" "Guest stack unwinding" "ORC unwinding" "${more[@]}" >"$out" 2>&1
 rc=$?
 grep -E '^(PASS|FAIL|SKIP) ' "$out"
 [ $rc -eq 0 ] || exit 1
