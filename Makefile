@@ -33,8 +33,9 @@
 #                 time, IPIs, memslot ioctl time; L1_KERNEL=bzImage: another
 #                 kernel to compare; about 5 min)
 #   make bench-perf   what the perf series cost host-only profiles: one
-#                 recording read by the base's perf and by ours, side by
-#                 side (perf report, perf script; about 2 min):
+#                 recording read by the base's perf and by ours built the
+#                 same way, side by side (perf report, perf script: CPU
+#                 time, and instructions where valgrind is; about 12 min):
 #                 build/bench-out/perf-tools/results.md
 #   make bisect   every patch builds on its own, perf at each also without
 #                 libelf and without libdw (BISECT_VARIANTS=changed: where

@@ -14,6 +14,13 @@
 #                                    $BUILD/perf-released: the previous perf,
 #                                    whose decoding of our recordings
 #                                    tests/demo/released-perf-test.sh checks
+#   scripts/build-perf.sh bench      the series' perf built as 'released'
+#                                    is (no Python, no Rust), into
+#                                    $BUILD/perf-bench, for make bench-perf:
+#                                    Python support builds all of perf with
+#                                    -fPIC, which alone changes GCC's
+#                                    inlining and costs about 1% of perf
+#                                    script's instructions
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -22,6 +29,10 @@ tree=$TREE
 if [ -z "$variant" ]; then
 	obj=$PERFBUILD args=() what="libelf, libdw, libtraceevent, python"
 	want=("dwarf: \[ on" "libelf: \[ on" "libtraceevent: \[ on" "libpython: \[ on")
+elif [ "$variant" = bench ]; then
+	obj=$BUILD/perf-bench args=(NO_LIBPYTHON=1 NO_RUST=1)
+	what="the series, built as the released one is"
+	want=("libelf: \[ on" "libpython: \[ OFF")
 elif [ "$variant" = released ]; then
 	# NO_RUST: the base lacks perf-fixes 1, without which ar can't archive
 	# the Rust workload where a newer rustc than the host's LLVM is.
