@@ -16,7 +16,7 @@ export PERF=$BUILD/perf-$v/perf PERF_TEST_ARGS="-v --dso $STOCK_KERNEL/vmlinuz"
 [ -x "$PERF" ] || die "no $PERF: build-perf.sh $v builds it"
 python3 "$TOP/scripts/host-caps.py" --only-perf --perf "perf-$v=$PERF" >>"$HOST_CAPS" ||
 	die "host-caps.py --only-perf failed"
-# libunwind's DWARF unwinding of the host too (perf-fixes 8-11); the
+# libunwind's DWARF unwinding of the host too (perf-fixes 10-13); the
 # build without libelf has no DWARF unwinding, nor that test.
 more=()
 [ "$v" != unwind ] || more=("Test dwarf unwind")
