@@ -49,8 +49,9 @@
 #                 row, checked, with the figures demo/thresholds.conf's bounds
 #                 come from (HOG=N: stress-ng --cpu N beside; GUESTS=2: the
 #                 two-VM demo)
-#   make packages a kernel package (bindeb-pkg, KVM as modules) and a perf
-#                 package for a Debian/Ubuntu host, in build/packages, from
+#   make packages a kernel package (bindeb-pkg, KVM as modules), a perf
+#                 package and a QEMU package (patches/qemu) for a
+#                 Debian/Ubuntu host, in build/packages, from
 #                 the host's or Debian's config (hours on 2 cores;
 #                 PKG_LOCALMODCONFIG=1: the host's loaded modules only;
 #                 PKG_SMALL=1: the small configuration make check builds;

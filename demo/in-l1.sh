@@ -18,11 +18,17 @@
 # a cgroup of its own as libvirt runs them, and records the whole host
 # (perf record -a) with one event per VM's cgroup, each with the call-graph
 # mode its VM opted in for:
-#   demo-stock  the stock guest at level 2 (--call-graph dwarf)
-#   demo-fp     the fp guest at level 1 (-g)                     (3 only)
+#   demo-stock  the stock guest at level 2 (--call-graph dwarf),
+#               switched on by QMP's set-guest-callchains once it runs
+#   demo-fp     the fp guest at level 1 (-g), opted in from its start
+#               by QEMU's -accel kvm,guest-callchains          (3 only)
 #   demo-off    the stock guest, not opted in: its samples get the
 #               guest's instruction pointer and nothing of its memory;
 #               its sideband is recorded as demo-stock's is
+# The one VM of DEMO_GUESTS=1 is switched on by set-guest-callchains once
+# it runs its programs too (demo/l1-record.sh says why the stock guests
+# are).  The guests run under the guests' QEMU, with patches/qemu
+# (scripts/guest-qemu.sh).
 #
 #   demo/in-l1.sh OUTDIR RECORD_SECONDS
 #
@@ -74,9 +80,9 @@ fp) level=1 ;;
 *) die "DEMO_GUEST must be stock or fp, not '$guest'" ;;
 esac
 case "${DEMO_GUESTS:-1}" in
-1) names=("demo-$guest") kinds=("$guest") levels=("$level") vcpus=(1) ;;
-2) names=(demo-stock demo-off) kinds=(stock stock) levels=(2 0) vcpus=(2 1) ;;
-3) names=(demo-stock demo-fp demo-off) kinds=(stock fp stock) levels=(2 1 0) vcpus=(2 1 1) ;;
+1) names=("demo-$guest") kinds=("$guest") levels=("$level") vcpus=(1) optins=(qmp) ;;
+2) names=(demo-stock demo-off) kinds=(stock stock) levels=(2 0) vcpus=(2 1) optins=(qmp none) ;;
+3) names=(demo-stock demo-fp demo-off) kinds=(stock fp stock) levels=(2 1 0) vcpus=(2 1 1) optins=(qmp property none) ;;
 *) die "DEMO_GUESTS must be 1, 2 or 3, not '${DEMO_GUESTS:-}'" ;;
 esac
 vms=${#names[@]}

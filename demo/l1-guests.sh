@@ -92,7 +92,7 @@ why() {
 # process=: perf kvm names the VM by its VMM's process (--sort vm, the
 # flame graph's first level).
 boot_vm() {
-	local i=$1 dir kernel share_args launcher=() cgroup
+	local i=$1 dir kernel share_args launcher=() cgroup accel
 	dir=$(vm_dir "$i")
 	mkdir -p "$dir/guest"
 	: >"$dir/guest-console.log"
@@ -122,10 +122,13 @@ boot_vm() {
 		# shellcheck disable=SC2016
 		launcher=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cgroup")
 	fi
-	step "booting ${names[$i]}: $kernel with a busybox initramfs and demo/workload.c"
-	"${launcher[@]}" qemu-system-x86_64 -accel kvm -cpu "${DEMO_GUEST_CPU:-host,-xsave}" -m 512 -smp "${vcpus[$i]}" \
+	# Opted in from the start by QEMU's accelerator property, or later.
+	accel=kvm
+	[ "${optins[$i]}" != property ] || accel+=,guest-callchains=$(level_name "${levels[$i]}")
+	step "booting ${names[$i]} (-accel $accel): $kernel with a busybox initramfs and demo/workload.c"
+	"${launcher[@]}" "$GUEST_QEMU" -accel "$accel" -cpu "${DEMO_GUEST_CPU:-host,-xsave}" -m 512 -smp "${vcpus[$i]}" \
 		-name "demo,process=${names[$i]},debug-threads=on" \
-		-display none -monitor none -nic none -no-reboot \
+		-display none -vga none -monitor none -nic none -no-reboot \
 		-kernel "$kernel" -initrd "$DEMOBUILD/${kinds[$i]}/initramfs.cpio.gz" \
 		-append "console=ttyS0 loglevel=4 panic=-1 ${DEMO_GUEST_APPEND:-} -- $((record_seconds + 3600))" \
 		"${share_args[@]}" \
@@ -165,11 +168,21 @@ boot_and_wait() {
 	step "${names[$i]}: guest programs running after $((SECONDS - started))s"
 }
 
-# qmp I COMMAND: run a QMP command (stop, cont) in VM I's QEMU.  A VM
+# qmp I COMMAND [ARGUMENTS]: run a QMP command (stop, cont,
+# set-guest-callchains) in VM I's QEMU, print what it returns.  A VM
 # stopped this way keeps its guest's kvm-clock still: its kernel sees no
 # time pass.
 qmp() {
-	python3 "$TOP/scripts/qmp.py" "/run/${names[$1]}.qmp.sock" "$2" >/dev/null
+	python3 "$TOP/scripts/qmp.py" "/run/${names[$1]}.qmp.sock" "${@:2}"
+}
+# QEMU's name of guest call chain level N (KVM_GUEST_CALLCHAINS_*).
+level_name() {
+	case $1 in
+	0) echo off ;;
+	1) echo chain ;;
+	2) echo stack ;;
+	*) die "no guest call chain level $1" ;;
+	esac
 }
 
 qemus=()

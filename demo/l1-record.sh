@@ -55,7 +55,7 @@ record_target() {
 # or until the host stops the guest (fp).
 record_guests() {
 	local rate=$1 i dir mib record_rc started took samples lost chunks percent
-	local target sidebands=() clock_files=() chunks_all=0 fetched cut
+	local target sidebands=() clock_files=() chunks_all=0 fetched cut level how got
 	rm -rf "$work" /run/demo-*.sock
 	mkdir -p "$work/guestmount"
 	qemus=()
@@ -70,10 +70,10 @@ record_guests() {
 	# VM stopped so keeps its guest's kvm-clock still.
 	for i in "${!names[@]}"; do
 		boot_and_wait "$i" || return
-		[ "$vms" -eq 1 ] || qmp "$i" stop || { why "could not stop ${names[$i]} (QMP)"; return; }
+		[ "$vms" -eq 1 ] || qmp "$i" stop >/dev/null || { why "could not stop ${names[$i]} (QMP)"; return; }
 	done
 	for i in "${!names[@]}"; do
-		[ "$vms" -eq 1 ] || qmp "$i" cont || { why "could not let ${names[$i]} go on (QMP)"; return; }
+		[ "$vms" -eq 1 ] || qmp "$i" cont >/dev/null || { why "could not let ${names[$i]} go on (QMP)"; return; }
 	done
 	for i in "${!names[@]}"; do
 		dir=$(vm_dir "$i")
@@ -87,21 +87,36 @@ record_guests() {
 	done
 	step "guests running after $((SECONDS - started))s"
 
-	# Only now: once on, a VM's opt-in makes each of its memslot updates
-	# wait for an expedited RCU grace period, and a booting guest updates
-	# its memslots a lot.  With it on from the start, the guest broke during
-	# its boot more often under TCG's nested SVM (see README).
-	# QEMU knows nothing of guest call chains: the administrator's tool
-	# opts its VM in, through a copy of the VM's file descriptor.
+	# The gate only now, and the stock guests opted in only now, through
+	# QEMU's set-guest-callchains: once a VM is opted in, each of its
+	# memslot updates waits for an expedited RCU grace period, and a
+	# booting guest updates its memslots a lot (under nested TCG the
+	# stock guest opted in from its start took 319 s to reach its
+	# programs, 126 s not opted in: docs/measurements.md).  demo-fp of
+	# DEMO_GUESTS=3 opted in from its start, with QEMU's
+	# -accel kvm,guest-callchains, as a VM profiled from its start would.
+	# QEMU answers for each VM's level.
 	echo Y >"$knob"
 	for i in "${!names[@]}"; do
-		if [ "${levels[$i]}" -eq 0 ]; then
+		level=$(level_name "${levels[$i]}")
+		case ${optins[$i]} in
+		none)
 			step "${names[$i]} is not opted in: its samples get the guest's instruction pointer only"
 			continue
-		fi
-		opt_in=$(python3 "$KVM_GUEST_CALLCHAINS_TOOL" "${qemus[$i]}" "${levels[$i]}" 2>&1) ||
-			die "kvm_guest_callchains could not opt ${names[$i]} in: $opt_in"
-		step "${names[$i]}: guest call chains on ($knob = $(cat "$knob"); kvm_guest_callchains: $opt_in)"
+			;;
+		qmp)
+			qmp "$i" set-guest-callchains "{\"level\": \"$level\"}" >/dev/null ||
+				die "QEMU could not opt ${names[$i]} in (set-guest-callchains $level)"
+			how="set-guest-callchains $level while it runs"
+			;;
+		property)
+			how="-accel kvm,guest-callchains=$level from its start"
+			;;
+		esac
+		got=$(qmp "$i" query-guest-callchains) || die "query-guest-callchains failed for ${names[$i]}"
+		[[ $got == *"\"level\": \"$level\""* ]] ||
+			die "${names[$i]}'s QEMU says $got, not level $level"
+		step "${names[$i]}: guest call chains on ($knob = $(cat "$knob"); QEMU: $how; query-guest-callchains: $got)"
 	done
 	mib=$(ring_mib "$rate")
 	read -r -a target <<<"$(record_target)"

@@ -9,7 +9,7 @@
 # may skip; any other skip, a missing result, a listed skip that now passes
 # or a result the list does not name fails the run.
 #
-# Stages: deps -> L1's QEMU -> tree -> build (x86 kernel, perf, selftests) -> perf test
+# Stages: deps -> L1's QEMU -> the guests' QEMU -> tree -> build (x86 kernel, perf, selftests) -> perf test
 # on this host (the machine to itself) -> perf's ORC test on Debian's
 # stock kernel image and on the base's; then two lanes side by side:
 #
@@ -23,7 +23,8 @@
 #   given the wrong sidebands;
 #
 #   the rest, at a lower priority (nice 10) so that the emulators' time
-#   limits hold: checkpatch + export round trip -> the series apply as
+#   limits hold: checkpatch (the kernel's, QEMU's on patches/qemu) + export
+#   round trips -> the series apply as
 #   their cover letters say, To/Cc up to date -> perf without libelf and
 #   with libunwind -> arm64 build of the touched directories -> every patch
 #   builds on its own (those built before with the same inputs, as
@@ -69,7 +70,10 @@ summary() {
 	# Each L1 booted a second time (scripts/l1-run.sh): a result of its own.
 	cat "$L1_RETRIES" >>"$RESULTS/results.txt"
 	# One checkpatch result per patch of the series, besides the list.
-	series_patches | sed 's|^|checkpatch/|' >"$RESULTS/expected-checkpatch"
+	{
+		series_patches
+		ls "$TOP"/patches/qemu/0*.patch | grep -v '/0000-' | sed 's|.*/|qemu/|'
+	} | sed 's|^|checkpatch/|' >"$RESULTS/expected-checkpatch"
 	python3 "$TOP/scripts/results.py" check --caps "$HOST_CAPS" --without "$CHECK_HOST_SCOPE" \
 		--nested l1/check-host/ "$RESULTS/results.txt" "$TOP/tests/expected" "$RESULTS/expected-checkpatch"
 }
@@ -171,7 +175,8 @@ harness() {
 }
 
 host_caps() {
-	python3 "$TOP/scripts/host-caps.py" --perf "perf=$PERF" >"$HOST_CAPS.new" || return 1
+	python3 "$TOP/scripts/host-caps.py" --kvm-uapi "$TREE/include/uapi/linux/kvm.h" \
+		--perf "perf=$PERF" >"$HOST_CAPS.new" || return 1
 	harness_conditions >>"$HOST_CAPS.new"
 	mv "$HOST_CAPS.new" "$HOST_CAPS" &&
 		awk -F'\t' '!/^perf:/ { printf "  %-24s %-4s %s\n", $1, $2, $3 }' "$HOST_CAPS"
@@ -230,6 +235,10 @@ host_lane() {
 	# The previous perf, for demo/released-perf in the other lane.
 	tested build/perf-released bash "$TOP/scripts/build-perf.sh" released
 	tested series/checkpatch bash "$TOP/tests/series/checkpatch-test.sh"
+	tested series/qemu bash "$TOP/tests/series/qemu-series-test.sh"
+	# QEMU's functional test of patches/qemu under this host's KVM, where
+	# it has one: a kernel without the series refuses every level.
+	tested qemu-host bash "$TOP/tests/l1/qemu-test.sh" --functional-only qemu-host
 	tested harness/export-roundtrip bash "$TOP/tests/series/export-roundtrip-test.sh"
 	# The postable series: each applies on the base with what it needs and
 	# after the others, and its To/Cc are what get_maintainer.pl says.
@@ -251,6 +260,7 @@ host_lane() {
 tracked_before=$(git -C "$TOP" status --porcelain --untracked-files=no 2>/dev/null; git -C "$TOP" diff 2>/dev/null | sha1sum)
 must deps env DEPS_NO_QEMU=1 bash "$TOP/scripts/deps.sh"
 must build-qemu bash "$TOP/scripts/qemu.sh"
+must build-guest-qemu bash "$TOP/scripts/guest-qemu.sh"
 # Only the demo needs these: without them its stages fail, the rest runs.
 timed demo-deps bash "$TOP/demo/deps.sh" || record FAIL stage/demo-deps
 must tree bash "$TOP/scripts/tree.sh"

@@ -8,10 +8,16 @@
 #                          (tests/perf-test.sh kernel/perf)
 #   perf/...               with CHECK_HOST_PERF=all, the rest of perf's
 #                          tests as make check runs them on its host
+#   qemu/...               the guests' QEMU (patches/qemu): QEMU's own
+#                          functional test of the series under this host's
+#                          KVM, the level KVM holds after each change, the
+#                          commands while the VM is destroyed
+#                          (tests/l1/qemu-test.sh)
 #   guest/record           a real guest recorded: the demo's stock guest
 #                          (Debian's cloud kernel, programs without frame
-#                          pointers) booted under this host's KVM, opted in,
-#                          recorded with perf kvm for CHECK_HOST_SECONDS (8),
+#                          pointers) booted under this host's KVM with the
+#                          guests' QEMU, opted in by QMP's
+#                          set-guest-callchains, recorded with perf kvm for CHECK_HOST_SECONDS (8),
 #                          symbolised and checked (demo/in-l1.sh,
 #                          demo/report.sh without drawing,
 #                          demo/recording-check.sh)
@@ -20,13 +26,15 @@
 # (scripts/results.py check --only), with this host's conditions probed
 # first (scripts/host-caps.py: no PMU, no SVM, ...).  The exit status is
 # the verdict; results, logs and the conditions in CHECK_HOST_OUT
-# (build/out/check-host).  CHECK_HOST_PARTS ("selftests perf guest") runs
-# some of the three only, judged as such.
+# (build/out/check-host).  CHECK_HOST_PARTS ("selftests perf qemu guest")
+# runs some of the four only, judged as such.
 #
 # What it runs: what make packages installed (/opt/perf-guest-callchains:
 # bin/perf, bin/kvm_guest_callchains, libexec/kvm-selftests, and the test
-# guest in share/test-guest where the package has it) where it is there,
-# else this checkout's builds (make build).  A guest image missing from
+# guest in share/test-guest where the package has it;
+# /opt/qemu-guest-callchains/bin/qemu-system-x86_64) where it is there,
+# else this checkout's builds (make build, make deps' guests' QEMU); QEMU's
+# functional test from the QEMU tree scripts/guest-qemu.sh makes.  A guest image missing from
 # both is built (demo/stock-kernel.sh fetches Debian's kernel; as for make
 # demo, Chromium and the rest of make deps are not needed).  As root:
 # the tests load a module, open /dev/kvm and sample the whole host.
@@ -37,7 +45,7 @@ out=${CHECK_HOST_OUT:-$OUT/check-host}
 perf_scope=${CHECK_HOST_PERF:-kernel}
 seconds=${CHECK_HOST_SECONDS:-8}
 package=${CHECK_HOST_PACKAGE:-/opt/perf-guest-callchains}
-parts=" ${CHECK_HOST_PARTS:-selftests perf guest} "
+parts=" ${CHECK_HOST_PARTS:-selftests perf qemu guest} "
 case $perf_scope in
 kernel | all) ;;
 *) die "CHECK_HOST_PERF must be kernel or all, not '$perf_scope'" ;;
@@ -49,8 +57,9 @@ for part in $parts; do
 	case $part in
 	selftests) only+=,kvm/ ;;
 	perf) only+=,kernel/perf/; [ "$perf_scope" != all ] || only+=,perf/ ;;
+	qemu) only+=,qemu/ ;;
 	guest) only+=,guest/ ;;
-	*) die "CHECK_HOST_PARTS: selftests, perf or guest, not '$part'" ;;
+	*) die "CHECK_HOST_PARTS: selftests, perf, qemu or guest, not '$part'" ;;
 	esac
 done
 only=${only#,}
@@ -73,6 +82,12 @@ if [ -x "$package/bin/perf" ] && [ -d "$package/libexec/kvm-selftests" ]; then
 	fi
 else
 	from="this checkout's builds in $BUILD"
+fi
+# The guests' QEMU: make packages' where it is installed.
+qemu_package=${CHECK_HOST_QEMU_PACKAGE:-/opt/qemu-guest-callchains}
+if [ -x "$qemu_package/bin/qemu-system-x86_64" ]; then
+	export GUEST_QEMU=$qemu_package/bin/qemu-system-x86_64
+	from+="; QEMU from the package in $qemu_package"
 fi
 [ -x "$PERF" ] || die "no perf at $PERF: install make packages' perf package, or run make build"
 missing=$(grep -v -e '^#' -e '^$' "$TOP/tests/l1/kvm-selftests" |
@@ -97,7 +112,7 @@ fi
 
 # This host's conditions, and the harness's own: perf test runs here
 # without --dso; the package's perf is built with SDT, the tree's not.
-python3 "$TOP/scripts/host-caps.py" --perf "perf=$PERF" >"$HOST_CAPS" || die "scripts/host-caps.py failed"
+python3 "$TOP/scripts/host-caps.py" --kvm-uapi "$TREE/include/uapi/linux/kvm.h" --perf "perf=$PERF" >"$HOST_CAPS" || die "scripts/host-caps.py failed"
 if [ "$PERF" = "$package/bin/perf" ]; then
 	harness_conditions | grep -v '^perf:without-sdt'
 	printf 'perf:without-sdt\tno\tthe package'"'"'s perf (lib.sh perf_package_make)\n'
@@ -153,6 +168,14 @@ perf_tests() {
 if [[ $parts == *" perf "* ]]; then
 	perf_tests kernel/perf
 	[ "$perf_scope" != all ] || perf_tests perf
+fi
+
+if [[ $parts == *" qemu "* ]]; then
+	start=$(date +%s)
+	STAGE_RESULTS=$results bash "$TOP/tests/l1/qemu-test.sh" >"$out/tests/qemu.log" 2>&1
+	echo "the guests' QEMU: $(python3 "$TOP/scripts/results.py" count "$results" qemu) ($(($(date +%s) - start))s)"
+	grep '^[FS][A-Z]* qemu/' "$results" | sed 's/^/    /'
+	! grep -q '^FAIL qemu/' "$results" || tail -n 40 "$out/tests/qemu.log" | sed 's/^/    | /'
 fi
 
 # A real guest, recorded as a user would, and its recording checked.

@@ -3,11 +3,12 @@
 # Idempotent: packages already present are skipped quickly.  Run as root
 # (CI and the developer machines are root); otherwise sudo is used.
 # The one place packages are installed: the bench and the demo only check.
-# Then L1's QEMU, built under build/ (scripts/qemu.sh).
+# Then L1's QEMU and the guests', built under build/ (scripts/qemu.sh,
+# scripts/guest-qemu.sh).
 #
 #   scripts/deps.sh            everything (make deps)
 #   scripts/deps.sh packages   only what make packages builds with: the
-#                              kernel and perf packages' build tools and
+#                              kernel, perf and QEMU packages' build tools and
 #                              libraries, by the names Debian and Ubuntu
 #                              share; no emulator, browser or Node.js
 set -euo pipefail
@@ -31,6 +32,11 @@ packages=(
 	# the guests' initramfs: the test guest the perf package ships and
 	# the demo's (demo/guest-image.sh)
 	busybox-static
+	# QEMU with patches/qemu (scripts/guest-qemu.sh), the package's and
+	# the guests' in L1: 10.2 compiles its device trees with dtc; the
+	# package's QEMU with user networking, graphics and virtfs
+	ninja-build libglib2.0-dev python3-venv device-tree-compiler
+	libpixman-1-dev libslirp-dev libattr1-dev libcap-ng-dev
 )
 [ "$mode" = packages ] || packages+=(
 	# the harness: ps and pgrep (a minimal Debian has neither); ping and ip
@@ -47,8 +53,6 @@ packages=(
 	# the guests' QEMU inside L1, host root over 9p; make bench-memslots
 	# times its memslot ioctls with strace
 	qemu-system-x86 strace
-	# L1's own QEMU, built by scripts/qemu.sh (meson comes with it)
-	ninja-build libglib2.0-dev libattr1-dev python3-venv
 	# make demo: the flame graph's picture in headless Chromium; gdb for
 	# the backtrace of a guest perf that crashed (demo/in-l1.sh)
 	chromium fonts-dejavu-core gdb
@@ -81,5 +85,9 @@ else
 	as_root apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 	say "installed ${#missing[@]} packages"
 fi
-# L1's QEMU, built under build/ (make check runs it as a stage of its own).
-[ "$mode" = packages ] || [ -n "${DEPS_NO_QEMU:-}" ] || bash "$TOP/scripts/qemu.sh"
+# L1's QEMU and the guests', built under build/ (make check runs them as
+# stages of their own).
+if [ "$mode" != packages ] && [ -z "${DEPS_NO_QEMU:-}" ]; then
+	bash "$TOP/scripts/qemu.sh"
+	bash "$TOP/scripts/guest-qemu.sh"
+fi

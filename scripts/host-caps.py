@@ -2,7 +2,7 @@
 """What this host and perf's builds can do: the conditions tests/expected
 names for the skips it allows, probed once per run.
 
-  host-caps.py [--root DIR] [--perf NAME=PERF]...
+  host-caps.py [--root DIR] [--kvm-uapi KVM_H] [--perf NAME=PERF]...
   host-caps.py --only-perf --perf NAME=PERF...
 
 prints a line per condition, "CONDITION<TAB>yes|no<TAB>EVIDENCE", in the
@@ -18,7 +18,11 @@ not-intel-hybrid, not-arm, not-arm64, x86, no-kernel-debuginfo,
 no-tsc-in-mmap-page, no-drm-pmu, not-intel, no-svm and no-pku (the CPU's
 flags), no-nmi-sampler (the harness's NMI source, tests/nmi-sampler, not
 loaded), no-nmi-source (neither a PMU nor nmi_sampler to take NMIs
-with).  With the
+with), no-kvm (no /dev/kvm to open), no-guest-callchain-level (KVM offers
+a new VM no level of KVM_CAP_GUEST_CALLCHAINS, whose number --kvm-uapi's
+header gives: a kernel without the series) and
+no-unoffered-guest-callchain-level (it offers every level, so that nothing
+can test a level it refuses).  With the
 perf named "perf" (the host's build), what that perf can do here:
 no-mem-events, no-branch-filter, no-kvm-stat (qemu-system in $PATH, /dev/kvm
 and perf kvm stat record, as perf's kvm test asks), no-java-agent (jshell and
@@ -32,6 +36,7 @@ events and run Python then answer "no" only where DIR is / .
 """
 
 import ctypes
+import fcntl
 import glob
 import os
 import platform
@@ -170,7 +175,7 @@ def function_tracer(root):
     return False, f"{where}: function; available_filter_functions readable"
 
 
-def host_conditions(root):
+def host_conditions(root, uapi=None):
     real = os.path.realpath(root) == "/"
     release = os.uname().release if real else open(
         os.path.join(root, "proc/sys/kernel/osrelease"), encoding="utf-8").read().strip()
@@ -215,7 +220,61 @@ def host_conditions(root):
     cond["no-nmi-sampler"] = lacks(root, "nmi_sampler module", "sys/module/nmi_sampler")
     pmu, sampler = cond["no-pmu"], cond["no-nmi-sampler"]
     cond["no-nmi-source"] = (pmu[0] and sampler[0], f"{pmu[1]}; {sampler[1]}")
+    cond["no-kvm"] = lacks(root, "/dev/kvm", "dev/kvm")
+    if real:
+        cond.update(probe_guest_callchain_levels(uapi))
+    else:
+        cond["no-guest-callchain-level"] = lacks(root, "levels probe (made up)",
+                                                 "guest-callchain-level")
+        cond["no-unoffered-guest-callchain-level"] = lacks(
+            root, "levels probe (made up)", "unoffered-guest-callchain-level")
     return cond
+
+
+KVM_CREATE_VM = 0xAE01
+KVM_CHECK_EXTENSION = 0xAE03
+GUEST_CALLCHAINS_LEVELS = ("KVM_GUEST_CALLCHAINS_CHAIN", "KVM_GUEST_CALLCHAINS_STACK")
+
+
+def probe_guest_callchain_levels(uapi):
+    """Whether KVM offers a new VM no level of guest call chains, and
+    whether it offers the highest level the uapi header KVM_H names (no
+    level left for a test of a refusal): two conditions."""
+    none, every = probe_offered(uapi)
+    return {"no-guest-callchain-level": none, "no-unoffered-guest-callchain-level": every}
+
+
+def probe_offered(uapi):
+    """The (holds, evidence) of no-guest-callchain-level and of
+    no-unoffered-guest-callchain-level."""
+    if not uapi:
+        return (False, "no --kvm-uapi header: not probed"), (False, "no --kvm-uapi header: not probed")
+    try:
+        with open(uapi, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        return (False, f"{uapi}: {e.strerror}")
+    cap = re.search(r"^#define KVM_CAP_GUEST_CALLCHAINS (\d+)", text, re.M)
+    levels = [int(m.group(1)) for name in GUEST_CALLCHAINS_LEVELS
+              for m in [re.search(rf"^#define {name}\s+(\d+)", text, re.M)] if m]
+    if not cap or not levels:
+        return ((False, f"{uapi} has no KVM_CAP_GUEST_CALLCHAINS levels"),) * 2
+    try:
+        kvm = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
+    except OSError as e:
+        return ((False, f"/dev/kvm: {e.strerror}"),) * 2
+    try:
+        vm = fcntl.ioctl(kvm, KVM_CREATE_VM, 0)
+        try:
+            offered = fcntl.ioctl(vm, KVM_CHECK_EXTENSION, int(cap.group(1)))
+        finally:
+            os.close(vm)
+    except OSError as e:
+        return ((False, f"KVM_CREATE_VM or KVM_CHECK_EXTENSION: {e.strerror}"),) * 2
+    finally:
+        os.close(kvm)
+    evidence = f"KVM offers a VM level {offered} of {max(levels)}"
+    return (offered == 0, evidence), (offered >= max(levels), evidence)
 
 
 def cpuinfo(root):
@@ -301,16 +360,18 @@ def perf_conditions(name, perf):
 
 
 def main(argv):
-    root, perfs, only_perf = "/", [], False
+    root, perfs, only_perf, uapi = "/", [], False, None
     args = list(argv[1:])
     while args:
         opt = args.pop(0)
         if opt == "--only-perf":
             only_perf = True
-        elif opt in ("--root", "--perf") and args:
+        elif opt in ("--root", "--perf", "--kvm-uapi") and args:
             value = args.pop(0)
             if opt == "--root":
                 root = value
+            elif opt == "--kvm-uapi":
+                uapi = value
             else:
                 name, sep, path = value.partition("=")
                 if not sep:
@@ -318,7 +379,7 @@ def main(argv):
                 perfs.append((name, path))
         else:
             sys.exit(__doc__.split("\n\n")[1])
-    cond = {} if only_perf else host_conditions(root)
+    cond = {} if only_perf else host_conditions(root, uapi)
     for name, path in perfs:
         if name == "perf" and not only_perf:
             cond.update(perf_host_conditions(path))

@@ -16,7 +16,7 @@ VERIFIED_BUILDS=${VERIFIED_BUILDS:-$BUILD/verified-builds}
 # The results of tests/expected that make check-host records, on a host
 # booted into the series' kernel (scripts/check-host.sh; make check runs it
 # inside L1), by their names' prefixes; make check records the rest.
-CHECK_HOST_SCOPE=kvm/,kernel/perf/,guest/
+CHECK_HOST_SCOPE=kvm/,kernel/perf/,qemu/,guest/
 KBUILD=${KBUILD:-$BUILD/kbuild}		# the kernel's O= directory
 BZIMAGE=${BZIMAGE:-$BUILD/bzImage}	# the test kernel, L1's and the demo guest's
 PERFBUILD=${PERFBUILD:-$BUILD/perf}	# perf's O= directory
@@ -24,6 +24,8 @@ PERF=${PERF:-$PERFBUILD/perf}
 QEMUDIR=${QEMUDIR:-$BUILD/qemu}		# L1's QEMU, built into root/ (scripts/qemu.sh)
 L1_QEMU=${L1_QEMU:-$QEMUDIR/root/usr/bin/qemu-system-x86_64}
 L1_QEMU_DATA=${L1_QEMU_DATA:-$QEMUDIR/root/usr/share}	# its firmware
+GUEST_QEMU_DIR=${GUEST_QEMU_DIR:-$BUILD/guest-qemu}	# the guests' QEMU, with patches/qemu (scripts/guest-qemu.sh)
+GUEST_QEMU=${GUEST_QEMU:-$GUEST_QEMU_DIR/root/usr/bin/qemu-system-x86_64}
 KVM_GUEST_CALLCHAINS_TOOL=${KVM_GUEST_CALLCHAINS_TOOL:-$TOP/tools/kvm-guest-callchains/kvm_guest_callchains.py}	# opts a running VM in (tools/kvm-guest-callchains)
 SELFTESTS=${SELFTESTS:-$BUILD/selftests/kvm}
 BENCHBUILD=${BENCHBUILD:-$BUILD/bench}
@@ -155,6 +157,62 @@ apt_suite_cache() {
 }
 apt_suite_versions() {
 	apt_suite_cache "$1" madison "$2" | awk '{ print $3 }'
+}
+
+# Debian's QEMU source of a suite, the upstream tarball (orig.tar.xz) at
+# the mirror path and SHA-256 its Sources index gives:
+#   qemu_orig_tarball DIR SUITE PINNED
+# reads SUITE's sources into DIR/apt, downloads the tarball of the version
+# PINNED (else the newest, said) into DIR unless it is there already, and
+# prints "VERSION TARBALL".
+qemu_orig_tarball() {
+	local dir=$1 suite=$2 pinned=$3 version directory orig sum
+	apt_suite_init "$dir/apt" "$suite" deb-src >&2
+	version=$(apt_suite_cache "$dir/apt" showsrc qemu | awk '/^Version:/ { print $2 }' | sort -V |
+		pick_pinned "QEMU source of $suite" "$pinned") || die "$suite serves no QEMU source"
+	read -r directory orig sum < <(apt_suite_cache "$dir/apt" showsrc qemu | awk -v want="$version" '
+		/^$/ { if (v == want && o) print d, o, s; v = d = o = s = ""; p = 0; next }
+		/^Version:/ { v = $2 } /^Directory:/ { d = $2 }
+		/^Checksums-Sha256:/ { p = 1; next } /^[^ ]/ { p = 0 }
+		p && $3 ~ /\.orig\.tar\.xz$/ { o = $3; s = $1 }
+		END { if (v == want && o) print d, o, s }' | head -n1)
+	[ -n "${sum:-}" ] || die "no upstream tarball listed for qemu $version in $suite"
+	if ! { [ -s "$dir/$orig" ] && echo "$sum  $dir/$orig" | sha256sum -c --status; }; then
+		say "downloading Debian's $orig (about 40 MB) from $suite" >&2
+		python3 - "$(debian_mirror)/$directory/$orig" "$dir/$orig" <<'PY' || die "could not download $orig"
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=120) as r, open(sys.argv[2], "wb") as f:
+    while chunk := r.read(1 << 20):
+        f.write(chunk)
+PY
+		echo "$sum  $dir/$orig" | sha256sum -c --status ||
+			die "$orig does not have the SHA-256 $suite's Sources index gives"
+	fi
+	echo "$version $dir/$orig"
+}
+
+# What building QEMU 10 and running its functional tests need beyond
+# make deps' packages: meson >= 1.5 (Debian 12 has 1.0) and pycotap (not
+# in Debian 12), from $L1_QEMU_SUITE (architecture-independent), unpacked
+# into DIR unless they are there already:
+#   qemu_build_tools DIR
+# then PATH=DIR/usr/bin:$PATH PYTHONPATH=DIR/usr/lib/python3/dist-packages.
+qemu_build_tools() {
+	local dir=$1 p v debs=()
+	[ -x "$dir/usr/bin/meson" ] && [ -d "$dir/usr/lib/python3/dist-packages/pycotap" ] && return 0
+	rm -rf "$dir"
+	mkdir -p "$dir/deb"
+	apt_suite_init "$dir/apt" "$L1_QEMU_SUITE" >&2
+	for p in meson python3-pycotap; do
+		v=$(apt_suite_versions "$dir/apt" "$p" | head -n1)
+		[ -n "$v" ] || die "$L1_QEMU_SUITE serves no $p"
+		debs+=("$p=$v")
+	done
+	(cd "$dir/deb" && apt_suite "$dir/apt" download "${debs[@]}" >/dev/null) ||
+		die "could not download ${debs[*]} from $L1_QEMU_SUITE"
+	for p in "$dir"/deb/*.deb; do
+		dpkg-deb -x "$p" "$dir"
+	done
 }
 
 # What config/base.conf pins, or the newest that is still served:

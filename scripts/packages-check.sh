@@ -11,7 +11,10 @@
 # skeletons, Perl) and with the libraries the guest workflows
 # need, with 'perf kvm script', --guestimage, perf inject --guest-data,
 # --sort vm and the flame graph scripts, and the KVM selftests of make
-# check-host; its Depends name those libraries.
+# check-host; its Depends name those libraries.  The QEMU package:
+# qemu-system-x86_64 under /opt/qemu-guest-callchains with the
+# guest-callchains accelerator property and its QMP commands, depending on
+# the distribution's QEMU firmware.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -95,5 +98,25 @@ shipped:*)
 		say "note: no test guest in the package: $(cat "$dir/test-guest.txt" 2>/dev/null || echo 'no test-guest.txt')"
 	fi ;;
 esac
+
+qemudeb=$(ls "$dir"/qemu-guest-callchains_*.deb 2>/dev/null | head -n 1)
+[ -n "$qemudeb" ] || die "no qemu-guest-callchains package in $dir"
+dpkg-deb -x "$qemudeb" "$scratch/qemu"
+qemu=$scratch/qemu/opt/qemu-guest-callchains/bin/qemu-system-x86_64
+[ -x "$qemu" ] && ok "$(basename "$qemudeb"): $("$qemu" --version | head -n 1)" ||
+	die "no executable qemu-system-x86_64 in $qemudeb"
+qmp=$(printf '%s\n' '{"execute": "qmp_capabilities"}' '{"execute": "query-qmp-schema"}' \
+	'{"execute": "qom-list-properties", "arguments": {"typename": "kvm-accel"}}' '{"execute": "quit"}' |
+	"$qemu" -machine none -accel qtest -display none -qmp stdio 2>&1 || true)
+grep -q '"name": "guest-callchains", [^}]*"type": "GuestCallchainsLevel"' <<<"$qmp" &&
+	ok "-accel kvm,guest-callchains" || bad "no guest-callchains property of the kvm accelerator"
+for command in query-guest-callchains set-guest-callchains; do
+	grep -q "\"name\": \"$command\"" <<<"$qmp" && ok "QMP $command" || bad "no QMP command $command"
+done
+qdepends=$(dpkg-deb -f "$qemudeb" Depends)
+for dep in qemu-system-data seabios libglib2.0-0; do
+	grep -q "$dep" <<<"$qdepends" && ok "the QEMU package depends on $dep" || bad "the QEMU package's Depends lack $dep: $qdepends"
+done
+
 [ $bad -eq 0 ] || die "the packages in $dir lack what the README uses (above)"
 say "packages in $dir hold what the README uses"

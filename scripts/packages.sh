@@ -20,7 +20,12 @@
 #     selftests make check-host runs (libexec/kvm-selftests) and the real
 #     guest it records (share/test-guest: Debian's stock cloud kernel and
 #     the demo's guest, where a Debian mirror is at hand; test-guest.txt
-#     says whether it was shipped).
+#     says whether it was shipped);
+#   qemu-guest-callchains_*.deb: qemu-system-x86_64 with patches/qemu
+#     (the guest-callchains accelerator property, QMP and HMP commands),
+#     from Debian's QEMU source (scripts/guest-qemu.sh package), under
+#     /opt/qemu-guest-callchains beside the distribution's QEMU, with its
+#     firmware.
 #
 # then checks their contents (scripts/packages-check.sh).  Everything goes
 # to $PKGOUT (build/packages).  On this 2-core machine the kernel of a
@@ -194,6 +199,8 @@ Description: perf with guest call chains for KVM hosts
  $prefix/share/test-guest.
 EOF
 dpkg-deb --root-owner-group -Zxz -b "$root" "$PKGOUT/perf-guest-callchains_${version}-1_$(dpkg --print-architecture).deb" >/dev/null
+# The VMM that opts its VMs in: QEMU with patches/qemu.
+PKG_SMALL=$small bash "$TOP/scripts/guest-qemu.sh" package "$PKGOUT"
 say "packages in $PKGOUT:"
 ls -1 "$PKGOUT"/*.deb | sed 's/^/  /'
 bash "$TOP/scripts/packages-check.sh" "$PKGOUT"

@@ -37,38 +37,17 @@ if [ -x "$qemu" ] && [ "$(cat "$dir/version" 2>/dev/null)" = "$key" ]; then
 	exit 0
 fi
 
-apt_suite_init "$dir/apt" "$L1_QEMU_SUITE" deb-src
-version=$(apt_suite_cache "$dir/apt" showsrc qemu | awk '/^Version:/ { print $2 }' | sort -V |
-	pick_pinned "QEMU source for L1" "$L1_QEMU_VERSION") ||
-	die "$L1_QEMU_SUITE serves no QEMU source"
-upstream=${version#*:}
-upstream=${upstream%-*}
-
-# The upstream tarball: the mirror path and SHA-256 the Sources index gives.
-read -r directory orig sum < <(apt_suite_cache "$dir/apt" showsrc qemu | awk -v want="$version" '
-	/^$/ { if (v == want && o) print d, o, s; v = d = o = s = ""; p = 0; next }
-	/^Version:/ { v = $2 } /^Directory:/ { d = $2 }
-	/^Checksums-Sha256:/ { p = 1; next } /^[^ ]/ { p = 0 }
-	p && $3 ~ /\.orig\.tar\.xz$/ { o = $3; s = $1 }
-	END { if (v == want && o) print d, o, s }' | head -n1)
-[ -n "${sum:-}" ] || die "no upstream tarball listed for qemu $version in $L1_QEMU_SUITE"
-
 rm -rf "$dir/deb" "$dir/meson" "$dir/src" "$root" "$dir/version"
 mkdir -p "$dir/deb" "$dir/meson" "$root/usr/bin"
-say "downloading QEMU $upstream's source (Debian's $orig, about 40 MB), qemu-system-data, seabios and meson from $L1_QEMU_SUITE"
-[ -s "$dir/$orig" ] && echo "$sum  $dir/$orig" | sha256sum -c --status ||
-	python3 - "$(debian_mirror)/$directory/$orig" "$dir/$orig" <<'EOF' || die "could not download $orig"
-import sys, urllib.request
-with urllib.request.urlopen(sys.argv[1], timeout=120) as r, open(sys.argv[2], "wb") as f:
-    while chunk := r.read(1 << 20):
-        f.write(chunk)
-EOF
-echo "$sum  $dir/$orig" | sha256sum -c --status ||
-	die "$orig does not have the SHA-256 $L1_QEMU_SUITE's Sources index gives"
+read -r version tarball < <(qemu_orig_tarball "$dir" "$L1_QEMU_SUITE" "$L1_QEMU_VERSION")
+upstream=${version#*:}
+upstream=${upstream%-*}
+say "downloading qemu-system-data, seabios and meson from $L1_QEMU_SUITE"
+qemu_build_tools "$dir/meson"
 # Each at a version of the suite's: without one, apt would pick the
 # machine's installed version where it is newer (Debian 13's seabios).
 debs=("qemu-system-data=$version")
-for p in seabios meson python3-pycotap; do
+for p in seabios; do
 	v=$(apt_suite_versions "$dir/apt" "$p" | head -n1)
 	[ -n "$v" ] || die "$L1_QEMU_SUITE serves no $p"
 	debs+=("$p=$v")
@@ -78,12 +57,9 @@ done
 for deb in "$dir"/deb/qemu-system-data_*.deb "$dir"/deb/seabios_*.deb; do
 	dpkg-deb -x "$deb" "$root"
 done
-for deb in "$dir"/deb/meson_*.deb "$dir"/deb/python3-pycotap_*.deb; do
-	dpkg-deb -x "$deb" "$dir/meson"
-done
 
 mkdir -p "$dir/src"
-tar -xf "$dir/$orig" -C "$dir/src" --strip-components=1
+tar -xf "$tarball" -C "$dir/src" --strip-components=1
 cd "$dir/src"
 for p in "${patches[@]}"; do
 	say "applying $(basename "$p")"

@@ -33,7 +33,8 @@ if git rev-parse -q --verify refs/heads/series >/dev/null; then
 		scratch=$(mktemp -d)
 		trap 'rm -rf "$scratch"' EXIT
 		PATCHES=$scratch bash "$TOP/scripts/export.sh" >/dev/null
-		if diff -r -q -x cover-description.txt "$scratch" "$TOP/patches" >/dev/null 2>&1 &&
+		# patches/qemu is QEMU's, not this tree's (scripts/guest-qemu.sh).
+		if diff -r -q -x cover-description.txt -x qemu "$scratch" "$TOP/patches" >/dev/null 2>&1 &&
 			[ -z "$(git status --porcelain --untracked-files=no)" ]; then
 			say "tree at $TREE already matches patches/ ($(git rev-list --count base..series) commits)"
 			exit 0

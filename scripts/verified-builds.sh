@@ -45,9 +45,10 @@ packages_small() {
 			"$TOP/config/packages-small.config" "$TOP/config/base.conf" \
 			"$TOP/tests/l1/kvm-selftests" "$TOP/demo/guest-image.sh" \
 			"$TOP/demo/guest-init.sh" "$TOP/demo/stock-kernel.sh" \
-			"$KVM_GUEST_CALLCHAINS_TOOL"
+			"$KVM_GUEST_CALLCHAINS_TOOL" "$TOP/scripts/guest-qemu.sh" \
+			"$TOP/qemu/guest-devices.mak" "$TOP"/patches/qemu/0*.patch
 		gcc --version | head -n 1
-		declare -f perf_package_make selftests_make
+		declare -f perf_package_make selftests_make qemu_orig_tarball qemu_build_tools
 	} | sha1sum | cut -d' ' -f1)
 	if grep -qx "packages-small $key" "$tracked" "$VERIFIED_BUILDS" 2>/dev/null; then
 		stage_note "cached: built before from these inputs ($key in tests/verified-builds or $VERIFIED_BUILDS); PKG_SMALL=1 make packages builds it again"

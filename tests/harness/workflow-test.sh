@@ -41,7 +41,7 @@ git commit -q -a --fixup="$(git log --format=%H base..series -- "$file" | tail -
 GIT_SEQUENCE_EDITOR=: git rebase -q -i --autosquash base
 
 TREE=$clone PATCHES=$scratch/patches bash "$TOP/scripts/export.sh" >/dev/null
-changed=$( (diff -rq "$TOP/patches" "$scratch/patches" || true) | awk '{print $2}' |
+changed=$( (diff -rq -x qemu "$TOP/patches" "$scratch/patches" || true) | awk '{print $2}' |
 	sed "s|^$TOP/patches/||" | sort | tr '\n' ' ')
 # The patch, its series' cover letter (diffstat), and the cover letters of
 # the series that need it (prerequisite-patch-id).

@@ -39,20 +39,11 @@ done
 
 # A VM under a VMM that knows nothing of guest call chains, running: QEMU
 # with one vCPU busy in a loop that writes a byte to the debug console every
-# 2^20 rounds (the "BIOS" below), its main loop in ppoll(), its QMP monitor
+# 2^20 rounds (tests/l1/busy-bios.py), its main loop in ppoll(), its QMP monitor
 # on a socket.  The tool makes QEMU itself issue KVM_ENABLE_CAP; the guest
 # and QEMU must carry on unharmed.
 work=$(mktemp -d)
-# Real mode at the reset vector: jmp far f000:0000; there: inc ecx; test
-# ecx, 0xfffff; jnz back; mov dx, 0x402; mov al, '.'; out dx, al; jmp back.
-python3 - "$work/busy.bin" <<'PY'
-import sys
-image = bytearray(b'\xf4' * 65536)
-loop = bytes.fromhex('6641' '66f7c1ffff0f00' '75f5' 'ba0204' 'b02e' 'ee' 'ebed')
-image[0:len(loop)] = loop
-image[0xfff0:0xfff5] = bytes.fromhex('ea0000' '00f0')
-open(sys.argv[1], 'wb').write(image)
-PY
+python3 "$TOP/tests/l1/busy-bios.py" "$work/busy.bin"
 qemu-system-x86_64 -machine q35,accel=kvm -smp 1 -m 64 -display none -nodefaults \
 	-bios "$work/busy.bin" -chardev file,id=dc,path="$work/debugcon" \
 	-device isa-debugcon,iobase=0x402,chardev=dc \
