@@ -46,15 +46,8 @@ while read -r name first last needs; do
 	# The cover letter text: everything after the headers up to the shortlog.
 	description=$work/$name.description
 	if [ -f "$src/0000-cover-letter.patch" ]; then
-		awk '
-			/^Subject: / { sub(/^Subject: \[[^]]*\] /, ""); subject = $0; folded = 1; next }
-			folded && /^[ \t]/ { sub(/^[ \t]/, ""); subject = subject " " $0; next }
-			{ folded = 0 }
-			subject != "" && !body && /^$/ { body = 1; print subject; print ""; next }
-			body && /^[^ ].* \([0-9]+\):$/ { exit }
-			body { print }
-		' "$src/0000-cover-letter.patch" >"$description"
-		prefix=$(sed -n 's/^Subject: \[\(.*\) [0-9]*\/[0-9]*\] .*/\1/p' "$src/0000-cover-letter.patch")
+		cover_description "$src/0000-cover-letter.patch" >"$description"
+		prefix=$(cover_prefix "$src/0000-cover-letter.patch")
 	else
 		printf '*** SUBJECT HERE ***\n\n*** BLURB HERE ***\n' >"$description"
 		prefix=PATCH

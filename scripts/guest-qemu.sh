@@ -76,15 +76,8 @@ export_series() {
 	count=$(git rev-list --count base..series)
 	out=$(mktemp -d)
 	description=$out/description
-	awk '
-		/^Subject: / { sub(/^Subject: \[[^]]*\] /, ""); subject = $0; folded = 1; next }
-		folded && /^[ \t]/ { sub(/^[ \t]/, ""); subject = subject " " $0; next }
-		{ folded = 0 }
-		subject != "" && !body && /^$/ { body = 1; print subject; print ""; next }
-		body && /^[^ ].* \([0-9]+\):$/ { exit }
-		body { print }
-	' "$series/0000-cover-letter.patch" >"$description"
-	prefix=$(sed -n 's/^Subject: \[\(.*\) [0-9]*\/[0-9]*\] .*/\1/p' "$series/0000-cover-letter.patch")
+	cover_description "$series/0000-cover-letter.patch" >"$description"
+	prefix=$(cover_prefix "$series/0000-cover-letter.patch")
 	local recipients=()
 	while IFS= read -r line; do
 		case "$line" in

@@ -215,6 +215,22 @@ qemu_build_tools() {
 	done
 }
 
+# A cover letter's text, as format-patch's branch description takes it:
+# the subject without its prefix, a blank line, the text up to the
+# shortlog (scripts/export.sh, scripts/guest-qemu.sh export); and its
+# subject prefix (e.g. "PATCH v6").
+cover_description() {
+	awk '
+		/^Subject: / { sub(/^Subject: \[[^]]*\] /, ""); subject = $0; folded = 1; next }
+		folded && /^[ \t]/ { sub(/^[ \t]/, ""); subject = subject " " $0; next }
+		{ folded = 0 }
+		subject != "" && !body && /^$/ { body = 1; print subject; print ""; next }
+		body && /^[^ ].* \([0-9]+\):$/ { exit }
+		body { print }
+	' "$1"
+}
+cover_prefix() { sed -n 's/^Subject: \[\(.*\) [0-9]*\/[0-9]*\] .*/\1/p' "$1"; }
+
 # What config/base.conf pins, or the newest that is still served:
 #   pick_pinned WHAT PINNED [PREFIX] <CANDIDATES
 # prints the line of CANDIDATES (oldest first) that is PINNED (after
