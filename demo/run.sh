@@ -91,20 +91,7 @@ L1_SMP=${L1_SMP:-1} stage demo/record bash "$TOP/scripts/l1-run.sh" -t "$limit" 
 	DEMO_MAX_LOST_PERCENT="${DEMO_MAX_LOST_PERCENT:-1}" DEMO_BOOT_SECONDS="${DEMO_BOOT_SECONDS:-300}" \
 	DEMO_SHOWN_OUTDIR="$results" bash "$TOP/demo/in-l1.sh" ||
 	die "stage demo/record failed: see the messages above, $results/output.log (what ran in L1), $results/guest-console.log (the guest) and $results/console.log (L1's kernel)"
-rm -rf "$outdir/guest" "$outdir/guestmount" "$outdir/guest-data" "$outdir/guest-clock" "$outdir"/demo-*/ \
-	"$outdir"/*-vcpu*
-cp -a "$results/perf.data" "$results/guestmount" "$results/vms" "$results/recording.txt" \
-	"$results/perf-record.log" "$results/machines" "$outdir/"
-[ ! -f "$results/host-kallsyms" ] || cp "$results/host-kallsyms" "$outdir/"
-# Each VM's files: in the output directory itself when it is alone.
-while read -r name kind _; do
-	from=$results to=$outdir
-	[ "$vms" -eq 1 ] || from=$results/$name to=$outdir/$name
-	mkdir -p "$to"
-	cp -a "$from/guest" "$from/guest-console.log" "$from/demo-guest" "$from/guest-qemu.pid" "$to/"
-	[ "$kind" != stock ] || cp -a "$from/guest-data" "$from/guest-clock" "$to/"
-done <"$results/vms"
-cp "$results/console.log" "$outdir/l1-console.log"
+bash "$TOP/demo/collect.sh" "$results" "$results/console.log" "$outdir"
 stage demo/report bash "$TOP/demo/report.sh" "$outdir" ||
 	die "stage demo/report failed: see the messages above and the logs in $outdir (perf-inject.log, perf-kvm-script.err, render.log)"
 say "done in $(($(date +%s) - t0))s; open $outdir/flamegraph.html in a browser"

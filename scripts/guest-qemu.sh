@@ -19,7 +19,7 @@
 #                                  source with QEMU's default devices and
 #                                  the features this host's libraries give,
 #                                  under /opt/qemu-guest-callchains
-#                                  (PKG_SMALL=1: the devices above only)
+#                                  (PKG_SMALL=1: the build above, packaged)
 #
 # base is Debian's tarball with what building it here needs: its +ds
 # tarball has no EDK2 firmware to unpack, and the devices file.  The QEMU
@@ -118,25 +118,30 @@ configure() {
 		>"$log" 2>&1 || { tail -n 20 "$log"; die "QEMU's configure failed (log: $log)"; }
 }
 
-# package OUTDIR: the qemu-guest-callchains package.
+# package OUTDIR: the qemu-guest-callchains package.  PKG_SMALL=1 (make
+# check's small packages) packages the guests' build itself (build(),
+# cached: the same source, configure and prefix, the devices of
+# qemu/guest-devices.mak) rather than building QEMU a second time.
 package() {
-	local out=$1 build root version depends devices=() which="QEMU's default devices"
+	local out=$1 build root version depends
 	build=$out/qemu-build root=$out/qemu-root
-	if [ "${PKG_SMALL:-0}" = 1 ]; then
-		devices=(--without-default-devices --with-devices-x86_64=guest)
-		which="the devices of qemu/guest-devices.mak"
-	fi
-	# A tree of its own: make check builds the package beside the L1
-	# tests that run QEMU's functional test from $src.
-	src=$out/qemu-src
-	tree
 	rm -rf "$build" "$root"
-	say "configuring QEMU for $install_prefix ($which; log: $out/qemu-build.log)"
-	configure "$build" "$out/qemu-build.log" "${devices[@]}"
-	say "building the QEMU package ($(ninja -C "$build" -n | wc -l) steps)"
-	ninja -C "$build" -j"$(nproc)" >>"$out/qemu-build.log" 2>&1 &&
-		DESTDIR=$root ninja -C "$build" install >>"$out/qemu-build.log" 2>&1 ||
-		{ tail -n 20 "$out/qemu-build.log"; die "QEMU's build failed (log: $out/qemu-build.log)"; }
+	if [ "${PKG_SMALL:-0}" = 1 ]; then
+		build
+		say "packaging the guests' QEMU ($GUEST_QEMU: the devices of qemu/guest-devices.mak)"
+		install -D -m 755 "$GUEST_QEMU" "$root$install_prefix/bin/qemu-system-x86_64"
+	else
+		# A tree of its own: make check's L1 tests may run QEMU's
+		# functional test from $src meanwhile.
+		src=$out/qemu-src
+		tree
+		say "configuring QEMU for $install_prefix (QEMU's default devices; log: $out/qemu-build.log)"
+		configure "$build" "$out/qemu-build.log"
+		say "building the QEMU package ($(ninja -C "$build" -n | wc -l) steps)"
+		ninja -C "$build" -j"$(nproc)" >>"$out/qemu-build.log" 2>&1 &&
+			DESTDIR=$root ninja -C "$build" install >>"$out/qemu-build.log" 2>&1 ||
+			{ tail -n 20 "$out/qemu-build.log"; die "QEMU's build failed (log: $out/qemu-build.log)"; }
+	fi
 	version=$("$root$install_prefix/bin/qemu-system-x86_64" --version | sed -n '1s/^QEMU emulator version \([^ ]*\).*/\1/p')
 	mkdir -p "$root/DEBIAN" "$out/qemu-shlibs/debian"
 	echo "Source: qemu-guest-callchains" >"$out/qemu-shlibs/debian/control"

@@ -189,8 +189,10 @@ else
 	rc=125
 fi
 
-# A boot stopped stuck in a guest had its kernel log too.
-for log in "$results/stuck-1/console.log" "$results/console.log"; do
+# A boot stopped stuck in a guest had its kernel log too.  The whole log
+# l1-init.sh keeps at the end (dmesg) holds what a console at a lower
+# loglevel (L1_APPEND) did not print.
+for log in "$results/stuck-1/console.log" "$results/console.log" "$results/dmesg"; do
 	[ -f "$log" ] || continue
 	if ! bash "$TOP/scripts/check-kernel-log.sh" "$log"; then
 		[ "$rc" -ne 0 ] || rc=3

@@ -31,7 +31,8 @@
 # to $PKGOUT (build/packages).  On this 2-core machine the kernel of a
 # distribution config takes hours; PKG_SMALL=1 builds the same path with a
 # small configuration (tinyconfig + config/packages-small.config, KVM as
-# modules), which 'make check' does so that the path does not rot.
+# modules; the QEMU package from the guests' QEMU build, its devices
+# only), which 'make check' does so that the path does not rot.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
