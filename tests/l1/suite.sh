@@ -1,8 +1,8 @@
 #!/bin/bash
 # make check's L1 suite, on the host: one L1 of two CPUs running
-# tests/l1/run.sh (the KVM path one level down, then make check-host,
-# judged there by L1's conditions).  Its results go to $STAGE_RESULTS:
-# l1/accel-choice, l1/kvm-down, and check-host's under l1/check-host/,
+# tests/l1/run.sh (the accelerator L1 would choose one level down, then
+# make check-host, judged there by L1's conditions).  Its results go to
+# $STAGE_RESULTS: l1/accel-choice and check-host's under l1/check-host/,
 # counted and shown by make check, not judged again (scripts/results.py
 # check --nested); an L1 whose kernel log had a report, its tests passing,
 # adds FAIL l1/kernel-log-or-boot.  Exit status 0 when check-host passed
