@@ -7,8 +7,8 @@
 # --guestmaps read them, then powers off when the workload is done.
 # With virtio console ports instead (Debian's stock kernel has no 9p):
 #   - starts perf record of the guest's sideband (dummy event, context
-#     switches, -k CLOCK_MONOTONIC, build ids of every mapped file), then
-#     the programs: workload, and ping, which starts pong, for at most
+#     switches, -k CLOCK_MONOTONIC, build ids of every mapped file), waits
+#     until it records (its answer to a ping), then the programs: workload, and ping, which starts pong, for at most
 #     SECONDS: they are stopped once the host is done;
 #   - sends proc/kallsyms, proc/modules, sys/kernel/notes and release as a
 #     tar stream on port org.perf.guestroot;
@@ -86,10 +86,26 @@ echo /tmp/core.%e.%p >/proc/sys/kernel/core_pattern
 # 30 s to read each process's maps, not perf's 500 ms: a nested TCG guest
 # can take longer, and a process whose maps were cut has its samples on no
 # thread (the host checks: demo/maps-cut.py).
+# perf answers a ping on its control FIFO only from its main loop, once it
+# has read the processes that ran before it and enabled its event: the
+# programs start, and the host is told to record (the guest root below),
+# only then.  In an L1 of two CPUs that took 11 s after perf started: a
+# host that recorded meanwhile had samples no sideband event could place.
+/bin/busybox mkfifo /tmp/perf-ctl /tmp/perf-ack
 perf record -q -a -e dummy --switch-events --sample-identifier --buildid-all \
-	--proc-map-timeout 30000 -k CLOCK_MONOTONIC -m 4M -o /tmp/guest.data 2>/tmp/perf-record.log &
+	--proc-map-timeout 30000 -k CLOCK_MONOTONIC -m 4M -o /tmp/guest.data \
+	--control fifo:/tmp/perf-ctl,/tmp/perf-ack 2>/tmp/perf-record.log &
 perf=$!
-sleep 1
+exec 8<>/tmp/perf-ctl 9<>/tmp/perf-ack
+echo ping >&8
+# busybox ash's read has -t
+# shellcheck disable=SC3045
+if read -r -t 300 ack <&9 && [ "$ack" = ack ]; then
+	echo "guest: perf record of the sideband runs"
+else
+	echo "guest: perf record did not answer its ping in 300 s: its sideband may start late"
+fi
+exec 8>&- 9<&-
 /bin/workload "$seconds" >/dev/null &
 /bin/ping "$seconds" >/dev/null &
 clock-echo "$clock_port" &
