@@ -113,9 +113,14 @@ def cpu_dumps(dump):
 
 
 def stuck(path, system_map):
-    """0 if a CPU runs outside L1's kernel with L1's timer pending."""
+    """0 if a CPU runs outside L1's kernel with L1's timer pending; each
+    such CPU a line, ending with its timer's initial count: the count L1
+    last armed it with, which a CPU that takes its timer interrupt arms
+    anew at each tick (scripts/l1-run.sh wants the same count three polls
+    in a row before it calls L1 stuck)."""
     symbols = text_symbols(system_map)
     (_, dump), = ask(path, ["info registers -a"])
+    found = False
     for cpu, regs in cpu_dumps(dump):
         try:
             inside = symbol(symbols, int(field(regs, "RIP"), 16))
@@ -126,12 +131,15 @@ def stuck(path, system_map):
         _, lapic = ask(path, [f"cpu {cpu}", "info lapic"])[1]
         irr = next((line.split()[1:] for line in lapic.split("\n")
                     if line.startswith("IRR")), [])
-        if TIMER_VECTOR in irr:
-            print(f"CPU {cpu}: RIP={field(regs, 'RIP')} CPL={field(regs, 'CPL')} "
-                  f"GDT={gdt(regs)}, outside L1's kernel with L1's timer "
-                  f"(vector {TIMER_VECTOR}) pending")
-            return 0
-    return 1
+        if TIMER_VECTOR not in irr:
+            continue
+        count = re.search(r"initial_count = (\d+)", lapic)
+        print(f"CPU {cpu}: RIP={field(regs, 'RIP')} CPL={field(regs, 'CPL')} "
+              f"GDT={gdt(regs)}, outside L1's kernel with L1's timer "
+              f"(vector {TIMER_VECTOR}) pending; timer armed with "
+              f"{count.group(1) if count else '?'}")
+        found = True
+    return 0 if found else 1
 
 
 def where(path, system_map=None):

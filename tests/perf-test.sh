@@ -24,6 +24,9 @@
 # substring of descriptions ("Guest call chain" is also the shell test
 # "perf kvm guest call chains", found or not by where perf runs from).
 #
+# A failed test runs once more with -v, its output in the log and its
+# last lines on stdout: a diagnostic, not a second chance.
+#
 # Exit status: perf test's (non-zero when its harness failed or perf
 # crashed), else 1 when a test failed.  A test that does not report at all
 # is missing from the results, which fails make check (tests/expected).
@@ -99,6 +102,16 @@ if [ "$prefix" = perf ] && [ -n "${alone:-}" ]; then
 	done
 fi
 [ -n "$results" ] || { cat "$log"; echo "perf test ${args[*]} reported no test"; exit 1; }
+# Each failed test once more, verbose (bounded), for why: its output goes
+# to the log and its end here; the result stays the first run's.
+failed=$(sed -n "s|^FAIL $prefix/||p" <<<"$results" | sed 's/ :: .*//' | sort -u)
+for n in $( [ -z "$failed" ] || numbers "$list" <<<"$failed" | tr , ' '); do
+	echo "$PERF test ${extra[*]} -v $n (failed: once more, verbose, for the log)"
+	timeout 600 "$PERF" test "${extra[@]}" -v "$n" >"$one" 2>&1
+	echo "perf test -v $n: status $?; its last lines:"
+	tail -n 40 "$one" | sed 's/^/    | /'
+	{ echo "=== perf test -v $n, once more after it failed (not a result)"; cat "$one"; } >>"$log"
+done
 echo "$results" >>"$STAGE_RESULTS"
 echo "$results"
 [ $rc -eq 0 ] || { echo "perf test exited with status $rc"; exit $rc; }

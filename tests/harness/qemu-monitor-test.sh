@@ -69,7 +69,7 @@ monitor() { python3 "$TOP/scripts/qemu-monitor.py" "$@" >"$tmp/out" 2>&1; }
 # expired and pending: "stuck" says so, "where" shows both.
 in_guest() {
 	local qemu=$1 rip=$2 gdt=$3 count=$4
-	if monitor stuck "$tmp/sock" "$map" && grep -q "^CPU 0: RIP=$rip CPL=3 GDT=$gdt, outside L1's kernel with L1's timer (vector 236) pending" "$tmp/out"; then
+	if monitor stuck "$tmp/sock" "$map" && grep -q "^CPU 0: RIP=$rip CPL=3 GDT=$gdt, outside L1's kernel with L1's timer (vector 236) pending; timer armed with $count$" "$tmp/out"; then
 		ok "$qemu: a guest with L1's timer pending: $(cat "$tmp/out")"
 	else
 		bad "$qemu: a guest with L1's timer pending not seen: $(cat "$tmp/out")"

@@ -265,4 +265,28 @@ if [ -x "$PERF" ]; then
 else
 	bad "no perf at $PERF: make check builds it before the harness tests"
 fi
+# tests/perf-test.sh runs a failed test once more with -v, for why: its
+# end shown, its output in the log, the result still the failure.
+cat >"$tmp/perf" <<'PERF'
+#!/bin/sh
+[ "$1" = test ] && shift
+case "$1" in
+list) printf '  1: Made-up failing test\n  2: Made-up passing test\n' ;;
+-v) echo "made-up test $2: why it failed"; exit 1 ;;
+*) printf '  1: Made-up failing test : FAILED!\n  2: Made-up passing test : Ok\n' ;;
+esac
+PERF
+chmod +x "$tmp/perf"
+PERF=$tmp/perf STAGE_RESULTS=$tmp/perf.results bash "$TOP/tests/perf-test.sh" made-up \
+	"Made-up failing test" "Made-up passing test" >"$tmp/out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -qx "    | made-up test 1: why it failed" "$tmp/out" &&
+	grep -qx "made-up test 1: why it failed" "$tmp/perf-made-up.log" &&
+	! grep -q "made-up test 2" "$tmp/out" &&
+	[ "$(cat "$tmp/perf.results")" = "FAIL made-up/Made-up failing test
+PASS made-up/Made-up passing test" ]; then
+	ok "perf-test.sh: a failed test once more with -v, shown and logged, still a failure"
+else
+	bad "perf-test.sh with a failed test: status $rc, $(cat "$tmp/out")"
+fi
 exit $fail
