@@ -24,10 +24,11 @@
 # its user space or a guest).  QEMU 7.2's TCG could get stuck running a
 # guest with L1's own timer interrupt pending, and L1 with it (L1 now runs
 # on a later QEMU; the watch stays, for any QEMU): the same CPU with its
-# timer at the same count for 60 s (stuck_watch), L1 is stopped and booted once more, saying so, the first
-# boot's logs in stuck-1/; stuck again, the status is 126.  The second
-# boot is a result: "RETRY l1/NAME # why" goes to $L1_RETRIES when set
-# (make check counts them: more than one a run fails it).
+# timer at the same count for 60 s (stuck_watch), L1 is stopped and booted
+# once more, saying so, the first boot's logs in stuck-1/; stuck again,
+# the status is 126.  The second boot is a result: "RETRY l1/NAME # why"
+# goes to $L1_RETRIES when set (make check counts them: more than one a
+# run fails it).
 #
 # Afterwards the L1 kernel log (console.log there) is checked: any WARNING,
 # BUG, Oops, lockdep, RCU or KASAN report fails the run, with the report shown.
