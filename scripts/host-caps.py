@@ -15,8 +15,8 @@ skip.  The host's: no-pmu, no-hw-breakpoint (a breakpoint set on a
 function that then runs does not count), no-schedstats,
 no-function-tracer, no-uncore, no-amd-ibs, no-intel-pt, no-lbr,
 not-intel-hybrid, not-arm, not-arm64, x86, no-kernel-debuginfo,
-no-tsc-in-mmap-page, no-drm-pmu, not-intel, no-svm and no-pku (the CPU's
-flags), no-nmi-sampler (the harness's NMI source, tests/nmi-sampler, not
+no-tsc-in-mmap-page, no-drm-pmu, not-intel, no-svm, no-pku and no-pcid (the
+CPU's flags), no-nmi-sampler (the harness's NMI source, tests/nmi-sampler, not
 loaded), no-nmi-source (neither a PMU nor nmi_sampler to take NMIs
 with), no-kvm (no /dev/kvm to open), no-guest-callchain-level (KVM offers
 a new VM no level of KVM_CAP_GUEST_CALLCHAINS, whose number --kvm-uapi's
@@ -211,6 +211,7 @@ def host_conditions(root, uapi=None):
     cond["not-intel"] = (vendor != "GenuineIntel", f"vendor {vendor}")
     cond["no-svm"] = ("svm" not in flags, f"CPU flags {'with' if 'svm' in flags else 'without'} svm")
     cond["no-pku"] = ("pku" not in flags, f"CPU flags {'with' if 'pku' in flags else 'without'} pku")
+    cond["no-pcid"] = ("pcid" not in flags, f"CPU flags {'with' if 'pcid' in flags else 'without'} pcid")
     cond["no-kernel-debuginfo"] = lacks(root, f"vmlinux of {release}",
                                         f"usr/lib/debug/boot/vmlinux-{release}",
                                         f"usr/lib/debug/lib/modules/{release}/vmlinux",

@@ -17,7 +17,7 @@ host "$tmp/bare" x86_64
 printf 'vendor_id\t: AuthenticAMD\n' >"$tmp/bare/proc/cpuinfo"
 host "$tmp/full" x86_64
 f=$tmp/full
-printf 'vendor_id\t: GenuineIntel\nflags\t\t: fpu svm pku\n' >"$f/proc/cpuinfo"
+printf 'vendor_id\t: GenuineIntel\nflags\t\t: fpu svm pku pcid\n' >"$f/proc/cpuinfo"
 touch "$f/proc/schedstat" "$f/hw-breakpoint-fires" "$f/tsc-in-mmap-page"
 mkdir -p "$f/sys/kernel/tracing" "$f/sys/bus/event_source/devices/cpu/caps" \
 	"$f/sys/bus/event_source/devices/cpu_core" "$f/sys/bus/event_source/devices/uncore_imc_0" \
@@ -31,7 +31,7 @@ touch "$f/sys/bus/event_source/devices/cpu/caps/branches" "$f/dev/dri/card0" \
 
 file_conditions='no-pmu no-hw-breakpoint no-tsc-in-mmap-page no-schedstats no-function-tracer
 no-uncore no-amd-ibs no-intel-pt no-lbr not-intel-hybrid not-intel no-kernel-debuginfo no-drm-pmu
-no-svm no-pku no-nmi-sampler no-nmi-source'
+no-svm no-pku no-pcid no-nmi-sampler no-nmi-source'
 for h in bare full; do
 	caps --root "$tmp/$h" >"$tmp/$h.caps" || bad "host-caps.py --root $tmp/$h failed"
 	want=$([ $h = bare ] && echo yes || echo no)
