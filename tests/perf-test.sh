@@ -103,7 +103,11 @@ if [ "$prefix" = perf ] && [ -n "${alone:-}" ]; then
 fi
 [ -n "$results" ] || { cat "$log"; echo "perf test ${args[*]} reported no test"; exit 1; }
 # Each failed test once more, verbose (bounded), for why: its output goes
-# to the log and its end here; the result stays the first run's.
+# to the log and its end to stdout after the results, where the end of a
+# failed stage's output (all make check shows of it) has it; the result
+# stays the first run's.
+echo "$results" >>"$STAGE_RESULTS"
+echo "$results"
 failed=$(sed -n "s|^FAIL $prefix/||p" <<<"$results" | sed 's/ :: .*//' | sort -u)
 for n in $( [ -z "$failed" ] || numbers "$list" <<<"$failed" | tr , ' '); do
 	echo "$PERF test ${extra[*]} -v $n (failed: once more, verbose, for the log)"
@@ -112,7 +116,5 @@ for n in $( [ -z "$failed" ] || numbers "$list" <<<"$failed" | tr , ' '); do
 	tail -n 40 "$one" | sed 's/^/    | /'
 	{ echo "=== perf test -v $n, once more after it failed (not a result)"; cat "$one"; } >>"$log"
 done
-echo "$results" >>"$STAGE_RESULTS"
-echo "$results"
 [ $rc -eq 0 ] || { echo "perf test exited with status $rc"; exit $rc; }
 ! grep -q '^FAIL' <<<"$results"

@@ -21,7 +21,8 @@ python3 "$TOP/scripts/host-caps.py" --only-perf --perf "perf-$v=$PERF" >>"$HOST_
 more=()
 [ "$v" != unwind ] || more=("Test dwarf unwind")
 bash "$TOP/tests/perf-test.sh" "perf-$v" "Guest call chain resolution" \
-	"Guest machines" "Guest stack unwinding" "ORC unwinding" "${more[@]}" >"$out" 2>&1
+	"Guest machines" "Guest stack unwinding" "ORC unwinding" "Kernel image kallsyms" \
+	"${more[@]}" >"$out" 2>&1
 rc=$?
 grep -E '^(PASS|FAIL|SKIP) ' "$out"
 [ $rc -eq 0 ] || exit 1
@@ -32,7 +33,8 @@ must() {
 		grep -qxF "PASS perf-$v/$t" "$STAGE_RESULTS" || { echo "did not pass: perf-$v/$t"; return 1; }
 	done
 }
-must 'Guest call chain resolution :: Guest call chain: guest and host contexts' || exit 1
+must 'Guest call chain resolution :: Guest call chain: guest and host contexts' \
+	'Kernel image kallsyms :: Kernel image kallsyms: kernel image (perf test --dso IMAGE)' || exit 1
 [ "$v" != unwind ] || must \
 	'Guest stack unwinding :: Guest stack unwinding: DWARF CFI of guest user code' \
 	'Guest stack unwinding :: Guest stack unwinding: no host file of another build id' \

@@ -1,0 +1,120 @@
+#!/bin/bash
+# perf kvm kallsyms against a live guest (make check's perf/guest-kallsyms):
+# Debian's stock cloud kernel (demo/stock-kernel.sh) booted with KASLR
+# under the harness's QEMU (with KVM where L1 would have it, else TCG;
+# nothing of the series' kernel needed), its QMP socket the only way in.  The guest prints its own /proc/kallsyms'
+# checksum, line count and every 500th line on its serial console; perf
+# kvm kallsyms, given the image and the socket, must write the same file,
+# byte for byte.  Then the bad uses: another kernel's image (not in guest
+# memory), an image without a relocation table, no such socket: a one-line
+# reason each and a non-zero exit, no symbols.
+set -uo pipefail
+. "$(dirname "$0")/../../scripts/lib.sh"
+image=$STOCK_KERNEL/vmlinuz
+[ -s "$image" ] || die "no $image: demo/stock-kernel.sh fetches it"
+[ -s "$DEMOBUILD/stock/initramfs.cpio.gz" ] || die "no $DEMOBUILD/stock/initramfs.cpio.gz: demo/guest-image.sh builds it"
+work=$(mktemp -d)
+qemu_pid=
+cleanup() {
+	[ -z "$qemu_pid" ] || kill "$qemu_pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# The stock guest's busybox initramfs, its /init replaced by a second
+# archive (the kernel unpacks both, the later one wins).
+mkdir -p "$work/root"
+cat >"$work/root/init" <<'EOF'
+#!/bin/sh
+export PATH=/bin:/sbin
+mount -t proc proc /proc
+cat /proc/kallsyms >/tmp/kallsyms
+echo "GUEST-KALLSYMS $(busybox md5sum </tmp/kallsyms | busybox cut -c1-32) $(busybox wc -l </tmp/kallsyms)"
+busybox awk 'NR % 500 == 1 { print "GUEST-SYM " $0 }' /tmp/kallsyms
+echo GUEST-READY
+while :; do sleep 1000; done
+EOF
+chmod +x "$work/root/init"
+(cd "$work/root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) >"$work/init.cpio.gz"
+cat "$DEMOBUILD/stock/initramfs.cpio.gz" "$work/init.cpio.gz" >"$work/initramfs.cpio.gz"
+
+# As L1 runs: with KVM where this host's CPU virtualizes, else TCG.
+IFS=$'\t' read -r accel why < <(l1_accel)
+case $accel in
+kvm) accel_args=(-accel kvm -cpu host) ;;
+*) accel_args=(-accel tcg -cpu max) ;;
+esac
+say "booting Debian's stock kernel $(cat "$STOCK_KERNEL/release") under QEMU, $accel ($why)"
+"$L1_QEMU" -L "$L1_QEMU_DATA/qemu" -L "$L1_QEMU_DATA/seabios" "${accel_args[@]}" -m 512M -smp 1 -no-reboot \
+	-display none -vga none -monitor none -nic none \
+	-kernel "$image" -initrd "$work/initramfs.cpio.gz" -append "console=ttyS0 panic=-1" \
+	-qmp unix:"$work/qmp",server=on,wait=off -serial file:"$work/console" &
+qemu_pid=$!
+for _ in $(seq 240); do
+	grep -q GUEST-READY "$work/console" 2>/dev/null && break
+	kill -0 "$qemu_pid" 2>/dev/null || break
+	sleep 1
+done
+grep -q GUEST-READY "$work/console" 2>/dev/null ||
+	die "the guest did not print its symbols in 240 s: $(tail -n 5 "$work/console" 2>/dev/null)"
+read -r _ sum lines < <(grep -a '^GUEST-KALLSYMS ' "$work/console" | tr -d '\r')
+say "the guest's /proc/kallsyms: $lines lines, md5 $sum"
+
+# The guest's kallsyms, from the image and its memory.
+if "$PERF" kvm kallsyms --image "$image" --qmp "$work/qmp" -o "$work/kallsyms" 2>"$work/perf.log"; then
+	cat "$work/perf.log"
+	got=$(md5sum <"$work/kallsyms" | cut -c1-32)
+	say "perf kvm kallsyms: $(wc -l <"$work/kallsyms") lines, md5 $got"
+	missing=0 checked=0
+	while read -r _ addr type name; do
+		checked=$((checked + 1))
+		grep -qx "$addr $type $name" "$work/kallsyms" || {
+			missing=$((missing + 1))
+			[ $missing -gt 5 ] || echo "    not in perf's: $addr $type $name"
+		}
+	done < <(grep -a '^GUEST-SYM ' "$work/console" | tr -d '\r')
+	say "of $checked of the guest's symbols (every 500th), perf's file lacks $missing"
+	[ "$checked" -gt 100 ] || bad "the guest printed $checked of its symbols"
+	[ "$missing" -eq 0 ] || bad "perf kvm kallsyms lacks $missing of the guest's symbols"
+	[ "$got" = "$sum" ] || bad "perf kvm kallsyms wrote another file than the guest's /proc/kallsyms"
+else
+	bad "perf kvm kallsyms failed: $(tail -n 3 "$work/perf.log")"
+fi
+
+# expect_refusal WHAT WORDS ARGS...: perf kvm kallsyms refuses, saying WORDS.
+expect_refusal() {
+	local what=$1 words=$2
+	shift 2
+	if "$PERF" kvm kallsyms "$@" -o "$work/bad" >"$work/bad.log" 2>&1; then
+		bad "$what: perf kvm kallsyms did not refuse"
+	elif ! grep -q "$words" "$work/bad.log"; then
+		bad "$what: not the reason expected ('$words'): $(tail -n 2 "$work/bad.log")"
+	elif [ -s "$work/bad" ]; then
+		bad "$what: symbols written anyway"
+	else
+		say "$what: refused ($(grep -m1 "$words" "$work/bad.log"))"
+	fi
+	rm -f "$work/bad"
+}
+# Debian's cloud kernel of the base series, another build.
+if bash "$TOP/scripts/orc-image.sh" >"$work/orc-image.log" 2>&1; then
+	expect_refusal "another kernel's image" "nowhere in guest memory" --image "$ORC_IMAGE/vmlinuz" --qmp "$work/qmp"
+else
+	bad "could not fetch Debian's $LINUX_SERIES cloud kernel: $(tail -n 2 "$work/orc-image.log")"
+fi
+# The image's ELF image alone: its relocation table is cut off.
+"$TREE/scripts/extract-vmlinux" "$image" >"$work/vmlinux" 2>/dev/null || true
+python3 - "$work/vmlinux" <<'EOF'
+import struct, sys
+path = sys.argv[1]
+img = open(path, "rb").read()
+shoff, = struct.unpack_from("<Q", img, 0x28)
+shnum, = struct.unpack_from("<H", img, 0x3c)
+open(path, "wb").write(img[:shoff + 64 * shnum])
+EOF
+expect_refusal "an ELF image without relocations" "no relocation table" --image "$work/vmlinux" --qmp "$work/qmp"
+expect_refusal "no QMP socket" "QMP: can.t connect" --image "$image" --qmp "$work/none"
+expect_refusal "a file that is no kernel" "neither an x86 bzImage nor an ELF" --image "$work/console"
+exit $fail
