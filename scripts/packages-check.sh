@@ -9,7 +9,7 @@
 # enable_guest_callchains parameter).  The perf package: perf under
 # /opt/perf-guest-callchains, built as a distribution builds perf (BPF
 # skeletons, Perl) and with the libraries the guest workflows
-# need, with 'perf kvm script', --guestimage, perf inject --guest-data,
+# need, with 'perf kvm script' and 'kallsyms', --guestimage, perf inject --guest-data,
 # --sort vm and the flame graph scripts, and the KVM selftests of make
 # check-host; its Depends name those libraries.  The QEMU package:
 # qemu-system-x86_64 under /opt/qemu-guest-callchains with the
@@ -65,7 +65,9 @@ for lib in libdw1 libelf1 libtraceevent1 libzstd1 liblzma5; do
 done
 kvm_help=$("$perf" kvm -h 2>&1 || true)
 inject_help=$("$perf" inject -h 2>&1 || true)
-grep -q 'script}' <<<"$kvm_help" && ok "perf kvm script" || bad "perf kvm has no script"
+# The subcommands, as its usage line lists them: {top|...|script|kallsyms}.
+grep -qE '[{|]script[|}]' <<<"$kvm_help" && ok "perf kvm script" || bad "perf kvm has no script"
+grep -qE '[{|]kallsyms[|}]' <<<"$kvm_help" && ok "perf kvm kallsyms" || bad "perf kvm has no kallsyms"
 grep -q -- '--guestimage' <<<"$kvm_help" && ok "perf kvm --guestimage" || bad "perf kvm has no --guestimage"
 grep -q -- '--guest-data' <<<"$inject_help" && ok "perf inject --guest-data" || bad "perf inject has no --guest-data"
 # A sort key is looked up once there is a file to report: an empty one.
