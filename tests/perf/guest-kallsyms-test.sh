@@ -1,18 +1,20 @@
 #!/bin/bash
 # perf kvm kallsyms against a live guest (make check's perf/guest-kallsyms):
 # Debian's stock cloud kernel (demo/stock-kernel.sh) booted with KASLR
-# under the harness's QEMU (with KVM where L1 would have it, else TCG;
-# nothing of the series' kernel needed), its QMP socket the only way in.  The guest prints its own /proc/kallsyms'
-# checksum, line count and every 500th line on its serial console; perf
-# kvm kallsyms, given the image and the socket, must write the same file,
-# byte for byte.  Then the bad uses: another kernel's image (not in guest
-# memory), an image without a relocation table, no such socket: a one-line
-# reason each and a non-zero exit, no symbols.
+# from an initramfs of this host's static busybox, under the harness's
+# QEMU (with KVM where L1 would have it, else TCG; nothing of the series'
+# kernel needed), its QMP socket the only way in.  The guest prints its
+# own /proc/kallsyms' checksum, line count and every 500th line on its
+# serial console; perf kvm kallsyms, given the image and the socket, must
+# write the same file, byte for byte.  Then the bad uses: another kernel's
+# image (not in guest memory), an image without a relocation table, no
+# such socket, a file that is no kernel: a one-line reason each, a
+# non-zero exit and no symbols.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 image=$STOCK_KERNEL/vmlinuz
 [ -s "$image" ] || die "no $image: demo/stock-kernel.sh fetches it"
-[ -s "$DEMOBUILD/stock/initramfs.cpio.gz" ] || die "no $DEMOBUILD/stock/initramfs.cpio.gz: demo/guest-image.sh builds it"
+busybox=$(command -v busybox) || die "no busybox: 'make deps' installs busybox-static"
 work=$(mktemp -d)
 qemu_pid=
 cleanup() {
@@ -23,9 +25,12 @@ trap cleanup EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-# The stock guest's busybox initramfs, its /init replaced by a second
-# archive (the kernel unpacks both, the later one wins).
-mkdir -p "$work/root"
+# An initramfs of this host's static busybox and the /init below.
+mkdir -p "$work/root/bin" "$work/root/proc" "$work/root/tmp"
+cp "$busybox" "$work/root/bin/busybox"
+for applet in sh mount cat sleep; do
+	ln -s busybox "$work/root/bin/$applet"
+done
 cat >"$work/root/init" <<'EOF'
 #!/bin/sh
 export PATH=/bin:/sbin
@@ -37,8 +42,7 @@ echo GUEST-READY
 while :; do sleep 1000; done
 EOF
 chmod +x "$work/root/init"
-(cd "$work/root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) >"$work/init.cpio.gz"
-cat "$DEMOBUILD/stock/initramfs.cpio.gz" "$work/init.cpio.gz" >"$work/initramfs.cpio.gz"
+(cd "$work/root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) >"$work/initramfs.cpio.gz"
 
 # As L1 runs: with KVM where this host's CPU virtualizes, else TCG.
 IFS=$'\t' read -r accel why < <(l1_accel)
