@@ -279,8 +279,9 @@ must host-caps host_caps
 tested perf/host bash "$TOP/tests/perf-test.sh" perf
 tested perf/orc-stock-kernel bash "$TOP/tests/perf/orc-kernel-test.sh" stock-kernel
 tested perf/orc-base-kernel bash "$TOP/tests/perf/orc-kernel-test.sh" base-kernel
-# perf kvm kallsyms against Debian's stock kernel booted under QEMU here.
-tested perf/guest-kallsyms bash "$TOP/tests/perf/guest-kallsyms-test.sh"
+# perf kvm kallsyms and perf kvm tasks against Debian's stock kernel
+# booted under QEMU here.
+tested perf/guest-live bash "$TOP/tests/perf/guest-live-test.sh"
 
 bash "$TOP/scripts/verified-builds.sh" merge
 emulator_lane &

@@ -65,9 +65,10 @@ for lib in libdw1 libelf1 libtraceevent1 libzstd1 liblzma5; do
 done
 kvm_help=$("$perf" kvm -h 2>&1 || true)
 inject_help=$("$perf" inject -h 2>&1 || true)
-# The subcommands, as its usage line lists them: {top|...|script|kallsyms}.
+# The subcommands, as its usage line lists them: {top|...|script|kallsyms|tasks}.
 grep -qE '[{|]script[|}]' <<<"$kvm_help" && ok "perf kvm script" || bad "perf kvm has no script"
 grep -qE '[{|]kallsyms[|}]' <<<"$kvm_help" && ok "perf kvm kallsyms" || bad "perf kvm has no kallsyms"
+grep -qE '[{|]tasks[|}]' <<<"$kvm_help" && ok "perf kvm tasks" || bad "perf kvm has no tasks"
 grep -q -- '--guestimage' <<<"$kvm_help" && ok "perf kvm --guestimage" || bad "perf kvm has no --guestimage"
 grep -q -- '--guest-data' <<<"$inject_help" && ok "perf inject --guest-data" || bad "perf inject has no --guest-data"
 # A sort key is looked up once there is a file to report: an empty one.

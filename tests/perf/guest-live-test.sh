@@ -1,15 +1,18 @@
 #!/bin/bash
-# perf kvm kallsyms against a live guest (make check's perf/guest-kallsyms):
-# Debian's stock cloud kernel (demo/stock-kernel.sh) booted with KASLR
-# from an initramfs of this host's static busybox, under the harness's
-# QEMU (with KVM where L1 would have it, else TCG; nothing of the series'
-# kernel needed), its QMP socket the only way in.  The guest prints its
-# own /proc/kallsyms' checksum, line count and every 500th line on its
-# serial console; perf kvm kallsyms, given the image and the socket, must
-# write the same file, byte for byte.  Then the bad uses: another kernel's
-# image (not in guest memory), an image without a relocation table, no
-# such socket, a file that is no kernel: a one-line reason each, a
-# non-zero exit and no symbols.
+# perf kvm kallsyms and perf kvm tasks against a live guest (make check's
+# perf/guest-live): Debian's stock cloud kernel (demo/stock-kernel.sh)
+# booted with KASLR from an initramfs of this host's static busybox, under
+# the harness's QEMU (with KVM where L1 would have it, else TCG; nothing
+# of the series' kernel needed), its QMP socket the only way in.  The
+# guest prints on its serial console its own /proc/kallsyms' checksum,
+# line count and every 500th line, and each process's /proc/PID/stat;
+# perf kvm kallsyms, given the image and the socket, must write the same
+# file, byte for byte, and perf kvm tasks list the same processes (pid and
+# name; a page table for each user process, none for kernel threads).
+# Then the bad uses: another kernel's image (not in guest memory), an
+# image without a relocation table or BTF, no such socket, a file that is
+# no kernel: a one-line reason each, a non-zero exit and no symbols or
+# tasks.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 image=$STOCK_KERNEL/vmlinuz
@@ -26,20 +29,32 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
 # An initramfs of this host's static busybox and the /init below.
-mkdir -p "$work/root/bin" "$work/root/proc" "$work/root/tmp"
+mkdir -p "$work/root/bin" "$work/root/dev" "$work/root/proc" "$work/root/tmp"
 cp "$busybox" "$work/root/bin/busybox"
-for applet in sh mount cat sleep; do
+for applet in sh mount cat sleep mkfifo; do
 	ln -s busybox "$work/root/bin/$applet"
 done
 cat >"$work/root/init" <<'EOF'
 #!/bin/sh
 export PATH=/bin:/sbin
 mount -t proc proc /proc
+# Background jobs take their input from /dev/null.
+mount -t devtmpfs dev /dev
 cat /proc/kallsyms >/tmp/kallsyms
 echo "GUEST-KALLSYMS $(busybox md5sum </tmp/kallsyms | busybox cut -c1-32) $(busybox wc -l </tmp/kallsyms)"
 busybox awk 'NR % 500 == 1 { print "GUEST-SYM " $0 }' /tmp/kallsyms
+# Processes that stay, then every process's stat, with builtins only (no
+# process that is gone when perf reads the list).
+mkfifo /tmp/fifo
+sleep 100000 &
+cat /tmp/fifo &
+sh -c 'sleep 100001; :' &
+sleep 1
+for p in /proc/[0-9]*; do
+	read -r l <"$p/stat" && echo "GUEST-STAT $l"
+done
 echo GUEST-READY
-while :; do sleep 1000; done
+wait
 EOF
 chmod +x "$work/root/init"
 (cd "$work/root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) >"$work/initramfs.cpio.gz"
@@ -62,7 +77,7 @@ for _ in $(seq 240); do
 	sleep 1
 done
 grep -q GUEST-READY "$work/console" 2>/dev/null ||
-	die "the guest did not print its symbols in 240 s: $(tail -n 5 "$work/console" 2>/dev/null)"
+	die "the guest did not print its symbols and tasks in 240 s: $(tail -n 5 "$work/console" 2>/dev/null)"
 read -r _ sum lines < <(grep -a '^GUEST-KALLSYMS ' "$work/console" | tr -d '\r')
 say "the guest's /proc/kallsyms: $lines lines, md5 $sum"
 
@@ -87,24 +102,39 @@ else
 	bad "perf kvm kallsyms failed: $(tail -n 3 "$work/perf.log")"
 fi
 
-# expect_refusal WHAT WORDS ARGS...: perf kvm kallsyms refuses, saying WORDS.
+# The guest's processes, from the image's BTF and its memory, against
+# what the guest's /proc said (tests/perf/guest-tasks-compare.py).
+start=$(date +%s%N)
+if "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" >"$work/tasks" 2>"$work/tasks.log"; then
+	say "perf kvm tasks: $(($(wc -l <"$work/tasks") - 1)) tasks in $((($(date +%s%N) - start) / 1000000)) ms"
+	grep -a '^GUEST-STAT ' "$work/console" | tr -d '\r' >"$work/stat"
+	python3 "$TOP/tests/perf/guest-tasks-compare.py" "$work/stat" "$work/tasks" || fail=1
+else
+	bad "perf kvm tasks failed: $(tail -n 3 "$work/tasks.log")"
+fi
+
+# expect_refusal COMMAND WHAT WORDS ARGS...: perf kvm COMMAND refuses,
+# saying WORDS, and writes nothing.
 expect_refusal() {
-	local what=$1 words=$2
-	shift 2
-	if "$PERF" kvm kallsyms "$@" -o "$work/bad" >"$work/bad.log" 2>&1; then
-		bad "$what: perf kvm kallsyms did not refuse"
+	local command=$1 what=$2 words=$3
+	shift 3
+	if "$PERF" kvm "$command" "$@" >"$work/bad" 2>"$work/bad.log"; then
+		bad "$what: perf kvm $command did not refuse"
 	elif ! grep -q "$words" "$work/bad.log"; then
 		bad "$what: not the reason expected ('$words'): $(tail -n 2 "$work/bad.log")"
 	elif [ -s "$work/bad" ]; then
-		bad "$what: symbols written anyway"
+		bad "$what: perf kvm $command wrote $(wc -l <"$work/bad") lines anyway"
 	else
-		say "$what: refused ($(grep -m1 "$words" "$work/bad.log"))"
+		say "$what: perf kvm $command refused ($(grep -m1 "$words" "$work/bad.log"))"
 	fi
 	rm -f "$work/bad"
 }
 # Debian's cloud kernel of the base series, another build.
 if bash "$TOP/scripts/orc-image.sh" >"$work/orc-image.log" 2>&1; then
-	expect_refusal "another kernel's image" "nowhere in guest memory" --image "$ORC_IMAGE/vmlinuz" --qmp "$work/qmp"
+	for command in kallsyms tasks; do
+		expect_refusal $command "another kernel's image" "nowhere in guest memory" \
+			--image "$ORC_IMAGE/vmlinuz" --qmp "$work/qmp"
+	done
 else
 	bad "could not fetch Debian's $LINUX_SERIES cloud kernel: $(tail -n 2 "$work/orc-image.log")"
 fi
@@ -117,8 +147,18 @@ img = open(path, "rb").read()
 shoff, = struct.unpack_from("<Q", img, 0x28)
 shnum, = struct.unpack_from("<H", img, 0x3c)
 open(path, "wb").write(img[:shoff + 64 * shnum])
+# And a copy whose .BTF section is named otherwise: an image without BTF.
+shstrndx, = struct.unpack_from("<H", img, 0x3e)
+strtab, = struct.unpack_from("<Q", img, shoff + 64 * shstrndx + 0x18)
+name = img.index(b".BTF\0", strtab)
+open(path + "-nobtf", "wb").write(img[:name] + b".XTF" + img[name + 4:shoff + 64 * shnum])
 EOF
-expect_refusal "an ELF image without relocations" "no relocation table" --image "$work/vmlinux" --qmp "$work/qmp"
-expect_refusal "no QMP socket" "QMP: can.t connect" --image "$image" --qmp "$work/none"
-expect_refusal "a file that is no kernel" "neither an x86 bzImage nor an ELF" --image "$work/console"
+expect_refusal kallsyms "an ELF image without relocations" "no relocation table" \
+	--image "$work/vmlinux" --qmp "$work/qmp"
+expect_refusal tasks "an ELF image without BTF" "has no BTF" --image "$work/vmlinux-nobtf" --qmp "$work/qmp"
+for command in kallsyms tasks; do
+	expect_refusal $command "no QMP socket" "QMP: can.t connect" --image "$image" --qmp "$work/none"
+	expect_refusal $command "a file that is no kernel" "neither an x86 bzImage nor an ELF" \
+		--image "$work/console" --qmp "$work/qmp"
+done
 exit $fail
