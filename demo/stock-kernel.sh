@@ -4,15 +4,16 @@
 # (config/base.conf pins both; apt state of its own, lib.sh's apt_suite, so
 # that a host of another release fetches it too; the newest 6.12 cloud
 # kernel of the suite, loudly, when Debian no longer serves that one),
-# unpacked once into $STOCK_KERNEL (vmlinuz, System.map, config,
-# release).  It unwinds with ORC and has no frame pointers, no 9p and
-# virtio-blk as a module: the demo's guest boots it from an initramfs and
-# hands its symbols over a virtio console port (demo/guest-init.sh).
+# unpacked once into $STOCK_KERNEL (vmlinuz, config, release; not the
+# package's System.map, a placeholder that points at the -dbg package).
+# It unwinds with ORC and has no frame pointers, no 9p and virtio-blk as a
+# module: the demo's guest boots it from an initramfs and hands its
+# symbols over a virtio console port (demo/guest-init.sh).
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 
 pinned=linux-image-$STOCK_KERNEL_RELEASE-unsigned
-if [ -s "$STOCK_KERNEL/vmlinuz" ] && [ -s "$STOCK_KERNEL/System.map" ] && [ "$(cat "$STOCK_KERNEL/release" 2>/dev/null)" = "$STOCK_KERNEL_RELEASE" ]; then
+if [ -s "$STOCK_KERNEL/vmlinuz" ] && [ "$(cat "$STOCK_KERNEL/release" 2>/dev/null)" = "$STOCK_KERNEL_RELEASE" ]; then
 	say "Debian's stock cloud kernel $STOCK_KERNEL_RELEASE at $STOCK_KERNEL"
 	exit 0
 fi
@@ -30,7 +31,6 @@ release=${package#linux-image-}
 release=${release%-unsigned}
 cp "$STOCK_KERNEL/root/boot/vmlinuz-$release" "$STOCK_KERNEL/vmlinuz"
 cp "$STOCK_KERNEL/root/boot/config-$release" "$STOCK_KERNEL/config"
-cp "$STOCK_KERNEL/root/boot/System.map-$release" "$STOCK_KERNEL/System.map"
 rm -rf "$STOCK_KERNEL/deb" "$STOCK_KERNEL/root"
 grep -q '^CONFIG_UNWINDER_ORC=y' "$STOCK_KERNEL/config" ||
 	die "$package does not unwind with ORC: not the kernel the demo is about"

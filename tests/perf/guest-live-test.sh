@@ -7,12 +7,14 @@
 # guest prints on its serial console its own /proc/kallsyms' checksum,
 # line count and every 500th line, and each process's /proc/PID/stat;
 # perf kvm kallsyms, given the image and the socket, must write the same
-# file, byte for byte, and perf kvm tasks list the same processes (pid and
-# name; a page table for each user process, none for kernel threads).
+# file, byte for byte, and perf kvm tasks --maps list the same processes
+# (pid and name; a page table for each user process, none for kernel
+# threads) with the same maps (one process runs from a second mount, one
+# from a file deleted since).
 # Then the bad uses: another kernel's image (not in guest memory), an
-# image without a relocation table or BTF, no such socket, a file that is
-# no kernel: a one-line reason each, a non-zero exit and no symbols or
-# tasks.
+# image without a relocation table or BTF, no such socket, files that are
+# no kernel: a one-line reason each, a non-zero exit, no symbols or tasks
+# and no file left for -o.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 image=$STOCK_KERNEL/vmlinuz
@@ -31,7 +33,7 @@ bad() { echo "FAIL: $*"; fail=1; }
 # An initramfs of this host's static busybox and the /init below.
 mkdir -p "$work/root/bin" "$work/root/dev" "$work/root/proc" "$work/root/tmp"
 cp "$busybox" "$work/root/bin/busybox"
-for applet in sh mount cat sleep mkfifo; do
+for applet in sh mount cat sleep mkfifo mkdir chmod rm; do
 	ln -s busybox "$work/root/bin/$applet"
 done
 cat >"$work/root/init" <<'EOF'
@@ -43,15 +45,30 @@ mount -t devtmpfs dev /dev
 cat /proc/kallsyms >/tmp/kallsyms
 echo "GUEST-KALLSYMS $(busybox md5sum </tmp/kallsyms | busybox cut -c1-32) $(busybox wc -l </tmp/kallsyms)"
 busybox awk 'NR % 500 == 1 { print "GUEST-SYM " $0 }' /tmp/kallsyms
-# Processes that stay, then every process's stat, with builtins only (no
-# process that is gone when perf reads the list).
+# Processes that stay, one of them run from another mount, one from a
+# file deleted since; then every process's stat and maps, with builtins only (no process that is gone
+# when perf reads the list).
 mkfifo /tmp/fifo
 sleep 100000 &
 cat /tmp/fifo &
 sh -c 'sleep 100001; :' &
+mkdir -p /mnt
+mount -t tmpfs tmp /mnt
+mkdir /mnt/sub
+cat /bin/busybox >/mnt/sub/busybox
+chmod +x /mnt/sub/busybox
+/mnt/sub/busybox sleep 100002 &
+# And one whose file is deleted once it runs: "(deleted)" in its maps.
+cat /bin/busybox >/tmp/busybox
+chmod +x /tmp/busybox
+/tmp/busybox sleep 100003 &
 sleep 1
+rm /tmp/busybox
 for p in /proc/[0-9]*; do
 	read -r l <"$p/stat" && echo "GUEST-STAT $l"
+	while read -r l; do
+		echo "GUEST-MAP ${p#/proc/} $l"
+	done <"$p/maps"
 done
 echo GUEST-READY
 wait
@@ -102,32 +119,37 @@ else
 	bad "perf kvm kallsyms failed: $(tail -n 3 "$work/perf.log")"
 fi
 
-# The guest's processes, from the image's BTF and its memory, against
-# what the guest's /proc said (tests/perf/guest-tasks-compare.py).
+# The guest's processes and their maps, from the image's BTF and its
+# memory, against what the guest's /proc said
+# (tests/perf/guest-tasks-compare.py).
 start=$(date +%s%N)
-if "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" >"$work/tasks" 2>"$work/tasks.log"; then
-	say "perf kvm tasks: $(($(wc -l <"$work/tasks") - 1)) tasks in $((($(date +%s%N) - start) / 1000000)) ms"
-	grep -a '^GUEST-STAT ' "$work/console" | tr -d '\r' >"$work/stat"
-	python3 "$TOP/tests/perf/guest-tasks-compare.py" "$work/stat" "$work/tasks" || fail=1
+if "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" --maps >"$work/tasks" 2>"$work/tasks.log"; then
+	say "perf kvm tasks --maps: $(grep -c '^ *[0-9]' "$work/tasks") tasks, $(grep -c "^$(printf '\t')" "$work/tasks") maps in $((($(date +%s%N) - start) / 1000000)) ms"
+	grep -a '^GUEST-\(STAT\|MAP\) ' "$work/console" | tr -d '\r' >"$work/proc"
+	python3 "$TOP/tests/perf/guest-tasks-compare.py" "$work/proc" "$work/tasks" || fail=1
 else
 	bad "perf kvm tasks failed: $(tail -n 3 "$work/tasks.log")"
 fi
 
 # expect_refusal COMMAND WHAT WORDS ARGS...: perf kvm COMMAND refuses,
-# saying WORDS, and writes nothing.
+# saying WORDS, and writes nothing: no line on its output, and perf kvm
+# kallsyms leaves no file for -o.
 expect_refusal() {
-	local command=$1 what=$2 words=$3
+	local command=$1 what=$2 words=$3 output=()
 	shift 3
-	if "$PERF" kvm "$command" "$@" >"$work/bad" 2>"$work/bad.log"; then
+	[ "$command" != kallsyms ] || output=(-o "$work/bad.o")
+	if "$PERF" kvm "$command" "$@" "${output[@]}" >"$work/bad" 2>"$work/bad.log"; then
 		bad "$what: perf kvm $command did not refuse"
 	elif ! grep -q "$words" "$work/bad.log"; then
 		bad "$what: not the reason expected ('$words'): $(tail -n 2 "$work/bad.log")"
 	elif [ -s "$work/bad" ]; then
 		bad "$what: perf kvm $command wrote $(wc -l <"$work/bad") lines anyway"
+	elif [ -e "$work/bad.o" ]; then
+		bad "$what: perf kvm $command left its -o file behind"
 	else
 		say "$what: perf kvm $command refused ($(grep -m1 "$words" "$work/bad.log"))"
 	fi
-	rm -f "$work/bad"
+	rm -f "$work/bad" "$work/bad.o"
 }
 # Debian's cloud kernel of the base series, another build.
 if bash "$TOP/scripts/orc-image.sh" >"$work/orc-image.log" 2>&1; then
@@ -155,6 +177,10 @@ open(path + "-nobtf", "wb").write(img[:name] + b".XTF" + img[name + 4:shoff + 64
 EOF
 expect_refusal kallsyms "an ELF image without relocations" "no relocation table" \
 	--image "$work/vmlinux" --qmp "$work/qmp"
+# An ELF file without kallsyms tables, where the kernel is linked: refused
+# once the output file is open.
+expect_refusal kallsyms "an ELF file that is no kernel" "no kallsyms token table" \
+	--image "$(type -P true)"
 expect_refusal tasks "an ELF image without BTF" "has no BTF" --image "$work/vmlinux-nobtf" --qmp "$work/qmp"
 for command in kallsyms tasks; do
 	expect_refusal $command "no QMP socket" "QMP: can.t connect" --image "$image" --qmp "$work/none"

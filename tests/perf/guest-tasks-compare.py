@@ -1,44 +1,68 @@
 #!/usr/bin/env python3
-"""Compare what `perf kvm tasks` listed with the guest's own /proc.
+"""Compare what `perf kvm tasks --maps` listed with the guest's own /proc.
 
-Usage: guest-tasks-compare.py STAT TASKS
+Usage: guest-tasks-compare.py PROC TASKS
 
-STAT holds the guest's /proc/PID/stat lines, each after a "GUEST-STAT "
-tag; TASKS is perf kvm tasks' output.  Every process the guest listed must
-be in perf's list with its name, as its own thread group, with a page
-table if it is a user process and none if it is a kernel thread; each
-user process's page table its own; and perf must list nothing the guest
-did not, but swapper/0 (pid 0, which /proc does not show) and kworkers,
-which come and go while the guest idles.  Exit 1 on any difference,
-printing the first ten.
+PROC holds the guest's /proc/PID/stat lines, each after a "GUEST-STAT "
+tag, and its /proc/PID/maps lines, each after "GUEST-MAP PID "; TASKS is
+perf kvm tasks --maps' output.  Every process the guest listed must be in
+perf's list with its name, as its own thread group, with a page table if
+it is a user process and none if it is a kernel thread; each user
+process's page table its own; and perf must list nothing the guest did
+not, but swapper/0 (pid 0, which /proc does not show) and kworkers, which
+come and go while the guest idles.  Each user process's maps must be the
+guest's: addresses, permissions, offset and file.  Exit 1 on any
+difference, printing the first ten.
 """
 import sys
 
 PF_KTHREAD = 0x00200000
 # The user processes the guest's /init starts or is: sh (init), sleep,
-# cat, sh and its sleep.
-MIN_USER = 5
+# cat, sh and its sleep, busybox from another mount and from a file
+# deleted since.
+MIN_USER = 7
 
 
 def guest_processes(path):
-    """pid -> (comm, is a kernel thread), from /proc/PID/stat lines."""
-    procs = {}
+    """pid -> (comm, is a kernel thread), and pid -> maps, from /proc."""
+    procs, maps = {}, {}
     for line in open(path, errors="replace"):
-        stat = line.split(" ", 1)[1].strip()
-        pid, rest = stat.split(" (", 1)
+        tag, rest = line.rstrip("\n").split(" ", 1)
+        if tag == "GUEST-MAP":
+            pid, rest = rest.split(" ", 1)
+            maps.setdefault(int(pid), []).append(proc_map(rest))
+            continue
+        pid, rest = rest.split(" (", 1)
         comm, rest = rest.rsplit(") ", 1)
         flags = int(rest.split()[6])
         procs[int(pid)] = (comm, bool(flags & PF_KTHREAD))
-    return procs
+    return procs, maps
+
+
+def proc_map(line):
+    """(range, perms, offset, file) of a /proc/PID/maps line; no [heap] and such."""
+    fields = line.split(None, 5)
+    path = fields[5] if len(fields) > 5 and fields[5].startswith("/") else ""
+    return (fields[0], fields[1], fields[2], path)
 
 
 def perf_tasks(path):
-    """pid -> (tgid, comm, page table), from perf kvm tasks' columns."""
-    tasks = {}
+    """pid -> (tgid, comm, page table), and pid -> maps, from perf kvm tasks."""
+    tasks, maps, pid = {}, {}, None
     for line in list(open(path, errors="replace"))[1:]:
+        if line.startswith("\t"):
+            maps.setdefault(pid, []).append(perf_map(line.strip()))
+            continue
         pid, tgid, comm, pgd = line[:7], line[8:15], line[16:32], line[33:]
-        tasks[int(pid)] = (int(tgid), comm.rstrip(), int(pgd, 16))
-    return tasks
+        pid = int(pid)
+        tasks[pid] = (int(tgid), comm.rstrip(), int(pgd, 16))
+    return tasks, maps
+
+
+def perf_map(line):
+    """(range, perms, offset, file) of a map perf kvm tasks --maps printed."""
+    fields = line.split(None, 3)
+    return (fields[0], fields[1], fields[2], fields[3] if len(fields) > 3 else "")
 
 
 def same_name(guest, perf):
@@ -48,6 +72,20 @@ def same_name(guest, perf):
     if guest.startswith("kworker/") or len(perf) == 15:
         return guest.startswith(perf)
     return perf == guest
+
+
+def map_differences(guest_maps, perf_maps, users):
+    bad = []
+    for pid in users:
+        want, got = guest_maps.get(pid, []), perf_maps.get(pid, [])
+        if not want:
+            bad.append(f"pid {pid}: the guest printed no maps")
+        elif want != got:
+            extra = [m for m in got if m not in want][:1]
+            missing = [m for m in want if m not in got][:1]
+            bad.append(f"pid {pid}: {len(got)} maps, the guest's {len(want)}; "
+                       f"perf's own {extra}, the guest's own {missing}")
+    return bad
 
 
 def differences(guest, perf):
@@ -80,12 +118,13 @@ def differences(guest, perf):
 
 
 def main():
-    guest = guest_processes(sys.argv[1])
-    perf = perf_tasks(sys.argv[2])
-    bad = differences(guest, perf)
-    users = sum(1 for _, kthread in guest.values() if not kthread)
-    print(f"    the guest's /proc: {len(guest)} processes ({users} user processes); "
-          f"perf kvm tasks: {len(perf)}; {len(bad)} differences")
+    guest, guest_maps = guest_processes(sys.argv[1])
+    perf, perf_maps = perf_tasks(sys.argv[2])
+    users = [p for p, (_, kthread) in guest.items() if not kthread and p in perf]
+    bad = differences(guest, perf) + map_differences(guest_maps, perf_maps, users)
+    print(f"    the guest's /proc: {len(guest)} processes ({len(users)} user processes, "
+          f"{sum(len(m) for m in guest_maps.values())} maps); perf kvm tasks: {len(perf)} "
+          f"({sum(len(m) for m in perf_maps.values())} maps); {len(bad)} differences")
     for b in bad[:10]:
         print(f"FAIL: {b}")
     return 1 if bad else 0
