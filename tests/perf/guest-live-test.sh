@@ -14,8 +14,11 @@
 # kernel's image (not in guest memory), an image without a relocation
 # table or BTF, no such socket, files that are no kernel: a one-line
 # reason each, a non-zero exit, no symbols or tasks and no file left for
-# -o.  Last, the same checks on Debian's cloud kernel of the base series
-# (scripts/orc-image.sh), whose kallsyms layout and structures are 7.3's.
+# -o.  Then perf kvm tasks --maps again and again on a guest that starts
+# and ends processes all the time: lists that hold together, or a reason.
+# Last, the same checks as the first on Debian's cloud kernel of the base
+# series (scripts/orc-image.sh), whose kallsyms layout and structures are
+# 7.3's.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 image=$STOCK_KERNEL/vmlinuz
@@ -72,6 +75,12 @@ for p in /proc/[0-9]*; do
 	done <"$p/maps"
 done
 echo GUEST-READY
+# Booted with "churn": processes start and exit all the time from now on.
+if grep -q churn /proc/cmdline; then
+	for _ in 1 2; do
+		while :; do sh -c 'sleep 0; :'; done &
+	done
+fi
 wait
 EOF
 chmod +x "$work/root/init"
@@ -84,15 +93,16 @@ kvm) accel_args=(-accel kvm -cpu host) ;;
 *) accel_args=(-accel tcg -cpu max) ;;
 esac
 
-# boot IMAGE WHAT: boot IMAGE with the initramfs, its QMP socket at
-# $work/qmp and its console at $work/console, until it has printed all.
+# boot IMAGE WHAT [ARG]: boot IMAGE with the initramfs (ARG added to the
+# kernel's command line), its QMP socket at $work/qmp and its console at
+# $work/console, until it has printed all.
 boot() {
-	local image=$1 what=$2
+	local image=$1 what=$2 arg=${3:-}
 	rm -f "$work/qmp" "$work/console"
 	say "booting $what under QEMU, $accel ($why)"
 	"$L1_QEMU" -L "$L1_QEMU_DATA/qemu" -L "$L1_QEMU_DATA/seabios" "${accel_args[@]}" -m 512M -smp 1 \
 		-no-reboot -display none -vga none -monitor none -nic none \
-		-kernel "$image" -initrd "$work/initramfs.cpio.gz" -append "console=ttyS0 panic=-1" \
+		-kernel "$image" -initrd "$work/initramfs.cpio.gz" -append "console=ttyS0 panic=-1 $arg" \
 		-qmp unix:"$work/qmp",server=on,wait=off -serial file:"$work/console" 2>"$work/qemu.log" &
 	qemu_pid=$!
 	for _ in $(seq 240); do
@@ -210,6 +220,45 @@ for command in kallsyms tasks; do
 	expect_refusal $command "a file that is no kernel" "neither an x86 bzImage nor an ELF" \
 		--image "$work/console" --qmp "$work/qmp"
 done
+shut_down
+
+# A guest whose task list and maps change while they are read: two loops
+# start and end processes all the time.  Each run of perf kvm tasks --maps
+# gives a list that holds together, with the processes that stay, or
+# refuses it with a reason (a process's maps refused alone say so in the
+# list); none takes more than a few seconds or dies of a signal.
+check_churn() {
+	local image=$1 runs=20 ok=0 refused=0 partial=0 i rc start ms slowest=0 first= last=
+	for i in $(seq $runs); do
+		start=$(date +%s%N)
+		timeout 30 "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" --maps \
+			>"$work/churn" 2>"$work/churn.log"
+		rc=$?
+		ms=$((($(date +%s%N) - start) / 1000000))
+		[ $ms -le $slowest ] || slowest=$ms
+		if [ $rc -eq 0 ]; then
+			ok=$((ok + 1))
+			# init, cat and the two sleeps that stay.
+			grep -q "^ *1 *1 init " "$work/churn" && grep -q " cat " "$work/churn" &&
+				[ "$(grep -c ' sleep ' "$work/churn")" -ge 2 ] ||
+				bad "churn run $i: a list without init, cat or the sleeps: $(grep '^ ' "$work/churn" | head -c 600)"
+			! grep -q "no maps:" "$work/churn" || partial=$((partial + 1))
+			# The newest pid, which the loops must have moved on.
+			last=$(awk '/^ *[0-9]/ && $1 > max { max = $1 } END { print max + 0 }' "$work/churn")
+			first=${first:-$last}
+		elif [ $rc -eq 255 ] && grep -q "^perf kvm tasks: " "$work/churn.log" && [ ! -s "$work/churn" ]; then
+			refused=$((refused + 1))
+			[ $refused -gt 3 ] || say "churn run $i refused: $(head -n 1 "$work/churn.log")"
+		else
+			bad "churn run $i: exit $rc, $(wc -l <"$work/churn") lines, $(tail -n 2 "$work/churn.log")"
+		fi
+	done
+	say "a guest starting processes all the time, $runs runs: $ok lists ($partial with a process's maps refused), $refused refused; the slowest $slowest ms; the newest pid $first, then $last"
+	[ $ok -gt 0 ] || bad "no run of $runs gave a list"
+	[ "${last:-0}" -gt "${first:-0}" ] || bad "the guest started no process between the first list and the last"
+}
+boot "$image" "Debian's stock kernel, starting processes all the time" churn
+check_churn "$image"
 shut_down
 
 # Debian's cloud kernel of the base series too, its own layouts (kallsyms
