@@ -5,16 +5,20 @@
 # the harness's QEMU (with KVM where L1 would have it, else TCG; nothing
 # of the series' kernel needed), its QMP socket the only way in.  The
 # guest prints on its serial console its own /proc/kallsyms' checksum,
-# line count and every 500th line, and each process's /proc/PID/stat;
-# perf kvm kallsyms, given the image and the socket, must write the same
-# file, byte for byte, and perf kvm tasks --maps list the same processes
-# (pid and name; a page table for each user process, none for kernel
-# threads) with the same maps (one process runs from a second mount, one
-# from a file deleted since).
-# Then the bad uses: another kernel's image (not in guest memory), an
-# image without a relocation table or BTF, no such socket, files that are
-# no kernel: a one-line reason each, a non-zero exit, no symbols or tasks
-# and no file left for -o.
+# line count and every 500th line, and each process's /proc/PID/stat and
+# maps; perf kvm kallsyms, given the image and the socket, must write the
+# same file, byte for byte, and perf kvm tasks --maps list the same
+# processes (pid and name; a page table for each user process, none for
+# kernel threads) with the same maps (one process runs from a second
+# mount, one from a file deleted since).  Then the bad uses: another
+# kernel's image (not in guest memory), an image without a relocation
+# table or BTF, no such socket, files that are no kernel: a one-line
+# reason each, a non-zero exit, no symbols or tasks and no file left for
+# -o.  Then perf kvm tasks --maps again and again on a guest that starts
+# and ends processes all the time: lists that hold together, or a reason.
+# Last, the same checks as the first on Debian's cloud kernel of the base
+# series (scripts/orc-image.sh), whose kallsyms layout and structures are
+# 7.3's.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 image=$STOCK_KERNEL/vmlinuz
@@ -71,6 +75,12 @@ for p in /proc/[0-9]*; do
 	done <"$p/maps"
 done
 echo GUEST-READY
+# Booted with "churn": processes start and exit all the time from now on.
+if grep -q churn /proc/cmdline; then
+	for _ in 1 2; do
+		while :; do sh -c 'sleep 0; :'; done &
+	done
+fi
 wait
 EOF
 chmod +x "$work/root/init"
@@ -82,28 +92,47 @@ case $accel in
 kvm) accel_args=(-accel kvm -cpu host) ;;
 *) accel_args=(-accel tcg -cpu max) ;;
 esac
-say "booting Debian's stock kernel $(cat "$STOCK_KERNEL/release") under QEMU, $accel ($why)"
-"$L1_QEMU" -L "$L1_QEMU_DATA/qemu" -L "$L1_QEMU_DATA/seabios" "${accel_args[@]}" -m 512M -smp 1 -no-reboot \
-	-display none -vga none -monitor none -nic none \
-	-kernel "$image" -initrd "$work/initramfs.cpio.gz" -append "console=ttyS0 panic=-1" \
-	-qmp unix:"$work/qmp",server=on,wait=off -serial file:"$work/console" &
-qemu_pid=$!
-for _ in $(seq 240); do
-	grep -q GUEST-READY "$work/console" 2>/dev/null && break
-	kill -0 "$qemu_pid" 2>/dev/null || break
-	sleep 1
-done
-grep -q GUEST-READY "$work/console" 2>/dev/null ||
-	die "the guest did not print its symbols and tasks in 240 s: $(tail -n 5 "$work/console" 2>/dev/null)"
-read -r _ sum lines < <(grep -a '^GUEST-KALLSYMS ' "$work/console" | tr -d '\r')
-say "the guest's /proc/kallsyms: $lines lines, md5 $sum"
 
-# The guest's kallsyms, from the image and its memory.
-if "$PERF" kvm kallsyms --image "$image" --qmp "$work/qmp" -o "$work/kallsyms" 2>"$work/perf.log"; then
+# boot IMAGE WHAT [ARG]: boot IMAGE with the initramfs (ARG added to the
+# kernel's command line), its QMP socket at $work/qmp and its console at
+# $work/console, until it has printed all.
+boot() {
+	local image=$1 what=$2 arg=${3:-}
+	rm -f "$work/qmp" "$work/console"
+	say "booting $what under QEMU, $accel ($why)"
+	"$L1_QEMU" -L "$L1_QEMU_DATA/qemu" -L "$L1_QEMU_DATA/seabios" "${accel_args[@]}" -m 512M -smp 1 \
+		-no-reboot -display none -vga none -monitor none -nic none \
+		-kernel "$image" -initrd "$work/initramfs.cpio.gz" -append "console=ttyS0 panic=-1 $arg" \
+		-qmp unix:"$work/qmp",server=on,wait=off -serial file:"$work/console" 2>"$work/qemu.log" &
+	qemu_pid=$!
+	for _ in $(seq 240); do
+		grep -q GUEST-READY "$work/console" 2>/dev/null && break
+		kill -0 "$qemu_pid" 2>/dev/null || break
+		sleep 1
+	done
+	grep -q GUEST-READY "$work/console" 2>/dev/null ||
+		die "the guest did not print its symbols and tasks in 240 s: $(tail -n 5 "$work/console" "$work/qemu.log" 2>/dev/null)"
+}
+
+# shut_down: stop the guest.
+shut_down() {
+	kill "$qemu_pid" 2>/dev/null
+	wait "$qemu_pid" 2>/dev/null
+	qemu_pid=
+}
+
+# check_kallsyms IMAGE: perf kvm kallsyms writes the guest's /proc/kallsyms.
+check_kallsyms() {
+	local image=$1 sum lines got missing=0 checked=0 addr type name
+	read -r _ sum lines < <(grep -a '^GUEST-KALLSYMS ' "$work/console" | tr -d '\r')
+	say "the guest's /proc/kallsyms: $lines lines, md5 $sum"
+	if ! "$PERF" kvm kallsyms --image "$image" --qmp "$work/qmp" -o "$work/kallsyms" 2>"$work/perf.log"; then
+		bad "perf kvm kallsyms failed: $(tail -n 3 "$work/perf.log")"
+		return
+	fi
 	cat "$work/perf.log"
 	got=$(md5sum <"$work/kallsyms" | cut -c1-32)
 	say "perf kvm kallsyms: $(wc -l <"$work/kallsyms") lines, md5 $got"
-	missing=0 checked=0
 	while read -r _ addr type name; do
 		checked=$((checked + 1))
 		grep -qx "$addr $type $name" "$work/kallsyms" || {
@@ -115,21 +144,25 @@ if "$PERF" kvm kallsyms --image "$image" --qmp "$work/qmp" -o "$work/kallsyms" 2
 	[ "$checked" -gt 100 ] || bad "the guest printed $checked of its symbols"
 	[ "$missing" -eq 0 ] || bad "perf kvm kallsyms lacks $missing of the guest's symbols"
 	[ "$got" = "$sum" ] || bad "perf kvm kallsyms wrote another file than the guest's /proc/kallsyms"
-else
-	bad "perf kvm kallsyms failed: $(tail -n 3 "$work/perf.log")"
-fi
+}
 
-# The guest's processes and their maps, from the image's BTF and its
-# memory, against what the guest's /proc said
-# (tests/perf/guest-tasks-compare.py).
-start=$(date +%s%N)
-if "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" --maps >"$work/tasks" 2>"$work/tasks.log"; then
+# check_tasks IMAGE: perf kvm tasks --maps lists the processes and maps
+# of the guest's /proc (tests/perf/guest-tasks-compare.py).
+check_tasks() {
+	local image=$1 start
+	start=$(date +%s%N)
+	if ! "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" --maps >"$work/tasks" 2>"$work/tasks.log"; then
+		bad "perf kvm tasks failed: $(tail -n 3 "$work/tasks.log")"
+		return
+	fi
 	say "perf kvm tasks --maps: $(grep -c '^ *[0-9]' "$work/tasks") tasks, $(grep -c "^$(printf '\t')" "$work/tasks") maps in $((($(date +%s%N) - start) / 1000000)) ms"
 	grep -a '^GUEST-\(STAT\|MAP\) ' "$work/console" | tr -d '\r' >"$work/proc"
 	python3 "$TOP/tests/perf/guest-tasks-compare.py" "$work/proc" "$work/tasks" || fail=1
-else
-	bad "perf kvm tasks failed: $(tail -n 3 "$work/tasks.log")"
-fi
+}
+
+boot "$image" "Debian's stock kernel $(cat "$STOCK_KERNEL/release")"
+check_kallsyms "$image"
+check_tasks "$image"
 
 # expect_refusal COMMAND WHAT WORDS ARGS...: perf kvm COMMAND refuses,
 # saying WORDS, and writes nothing: no line on its output, and perf kvm
@@ -187,4 +220,53 @@ for command in kallsyms tasks; do
 	expect_refusal $command "a file that is no kernel" "neither an x86 bzImage nor an ELF" \
 		--image "$work/console" --qmp "$work/qmp"
 done
+shut_down
+
+# A guest whose task list and maps change while they are read: two loops
+# start and end processes all the time.  Each run of perf kvm tasks --maps
+# gives a list that holds together, with the processes that stay, or
+# refuses it with a reason (a process's maps refused alone say so in the
+# list); none takes more than a few seconds or dies of a signal.
+check_churn() {
+	local image=$1 runs=20 ok=0 refused=0 partial=0 i rc start ms slowest=0 first= last=
+	for i in $(seq $runs); do
+		start=$(date +%s%N)
+		timeout 30 "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" --maps \
+			>"$work/churn" 2>"$work/churn.log"
+		rc=$?
+		ms=$((($(date +%s%N) - start) / 1000000))
+		[ $ms -le $slowest ] || slowest=$ms
+		if [ $rc -eq 0 ]; then
+			ok=$((ok + 1))
+			# init, cat and the two sleeps that stay.
+			grep -q "^ *1 *1 init " "$work/churn" && grep -q " cat " "$work/churn" &&
+				[ "$(grep -c ' sleep ' "$work/churn")" -ge 2 ] ||
+				bad "churn run $i: a list without init, cat or the sleeps: $(grep '^ ' "$work/churn" | head -c 600)"
+			! grep -q "no maps:" "$work/churn" || partial=$((partial + 1))
+			# The newest pid, which the loops must have moved on.
+			last=$(awk '/^ *[0-9]/ && $1 > max { max = $1 } END { print max + 0 }' "$work/churn")
+			first=${first:-$last}
+		elif [ $rc -eq 255 ] && grep -q "^perf kvm tasks: " "$work/churn.log" && [ ! -s "$work/churn" ]; then
+			refused=$((refused + 1))
+			[ $refused -gt 3 ] || say "churn run $i refused: $(head -n 1 "$work/churn.log")"
+		else
+			bad "churn run $i: exit $rc, $(wc -l <"$work/churn") lines, $(tail -n 2 "$work/churn.log")"
+		fi
+	done
+	say "a guest starting processes all the time, $runs runs: $ok lists ($partial with a process's maps refused), $refused refused; the slowest $slowest ms; the newest pid $first, then $last"
+	[ $ok -gt 0 ] || bad "no run of $runs gave a list"
+	[ "${last:-0}" -gt "${first:-0}" ] || bad "the guest started no process between the first list and the last"
+}
+boot "$image" "Debian's stock kernel, starting processes all the time" churn
+check_churn "$image"
+shut_down
+
+# Debian's cloud kernel of the base series too, its own layouts (kallsyms
+# tables relative to their place, 7.3's structures).
+if [ -s "$ORC_IMAGE/vmlinuz" ]; then
+	boot "$ORC_IMAGE/vmlinuz" "Debian's cloud kernel $(cat "$ORC_IMAGE/version" 2>/dev/null)"
+	check_kallsyms "$ORC_IMAGE/vmlinuz"
+	check_tasks "$ORC_IMAGE/vmlinuz"
+	shut_down
+fi
 exit $fail
