@@ -226,7 +226,7 @@ shut_down
 # start and end processes all the time.  Each run of perf kvm tasks --maps
 # gives a list that holds together, with the processes that stay, or
 # refuses it with a reason (a process's maps refused alone say so in the
-# list); none takes more than a few seconds or dies of a signal.
+# list); none is stopped by its 30 s timeout or dies of a signal.
 check_churn() {
 	local image=$1 runs=20 ok=0 refused=0 partial=0 i rc start ms slowest=0 first= last=
 	for i in $(seq $runs); do
