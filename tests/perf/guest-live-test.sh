@@ -160,9 +160,67 @@ check_tasks() {
 	python3 "$TOP/tests/perf/guest-tasks-compare.py" "$work/proc" "$work/tasks" || fail=1
 }
 
+# check_sideband IMAGE [pti]: perf kvm tasks -o, reading the guest for 2 s,
+# writes a guest sideband with the guest's user processes (COMM), their
+# executable mappings (MMAP2) and, in its header, the times each
+# process's page table was seen its own: perf's own dump of the file
+# against the guest's /proc and perf kvm tasks' page tables
+# (tests/perf/guest-sideband-compare.py); with pti, a guest booted with
+# pti=on: two page tables per process, the second where its user space
+# runs.
+check_sideband() {
+	local image=$1 pti=${2:-}
+	rm -f "$work/guest.data"
+	if ! "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" -o "$work/guest.data" \
+		--interval 100 -- sleep 2 >"$work/sideband.out" 2>"$work/sideband.log"; then
+		bad "perf kvm tasks -o failed: $(tail -n 3 "$work/sideband.log")"
+		return
+	fi
+	say "perf kvm tasks -o: $(tail -n 1 "$work/sideband.log")"
+	[ ! -s "$work/sideband.out" ] || bad "perf kvm tasks -o printed on its output: $(head -n 2 "$work/sideband.out")"
+	if ! "$PERF" report -D -i "$work/guest.data" >"$work/sideband.dump" 2>"$work/sideband.dump.log" ||
+		! "$PERF" report --header-only -i "$work/guest.data" >"$work/sideband.header" 2>>"$work/sideband.dump.log"; then
+		bad "perf report can't read perf kvm tasks -o's file: $(tail -n 3 "$work/sideband.dump.log")"
+		return
+	fi
+	python3 "$TOP/tests/perf/guest-sideband-compare.py" "$work/proc" "$work/tasks" \
+		"$work/sideband.dump" "$work/sideband.header" $pti || fail=1
+	check_inject
+}
+
+# check_inject: perf inject --guest-data takes the sideband into a host
+# recording (-k CLOCK_MONOTONIC, the sideband's clock), whose VM is a
+# stand-in for QEMU: a process whose thread is named as QEMU names its
+# vCPU threads ("CPU 0/KVM").  The output's header must have the
+# sideband's address spaces, given that process as their VM and the same
+# times, and its guest COMM records must be there.
+check_inject() {
+	local vm
+	if ! "$PERF" record -q -k CLOCK_MONOTONIC --sample-identifier -e cpu-clock \
+		-o "$work/host.data" -- sh -c "printf 'CPU 0/KVM' >/proc/self/comm; echo \$\$ >'$work/vm.pid'
+			i=0; while [ \$i -lt 20000 ]; do i=\$((i + 1)); done" 2>"$work/inject.log" ||
+		! vm=$(cat "$work/vm.pid") ||
+		! "$PERF" inject -i "$work/host.data" -o "$work/host.guest" \
+			--guest-data="$work/guest.data,$vm" 2>>"$work/inject.log" ||
+		! "$PERF" report --header-only -i "$work/host.guest" >"$work/inject.header" 2>>"$work/inject.log" ||
+		! "$PERF" script --show-task-events -i "$work/host.guest" >"$work/inject.script" 2>>"$work/inject.log"; then
+		bad "perf inject --guest-data of the sideband failed: $(tail -n 3 "$work/inject.log")"
+		return
+	fi
+	grep "^#   VM " "$work/sideband.header" | sed "s/^#   VM 0 /#   VM $vm /" >"$work/want.as"
+	if ! grep "^#   VM " "$work/inject.header" | cmp -s - "$work/want.as"; then
+		bad "perf inject --guest-data: the address spaces are not the sideband's, VM $vm: $(grep -m 2 '^#   VM ' "$work/inject.header")"
+	elif [ "$(grep -c 'PERF_RECORD_COMM: .*:[0-9]*/[0-9]*$' "$work/inject.script")" -le "$(grep -c PERF_RECORD_COMM "$work/sideband.dump")" ]; then
+		bad "perf inject --guest-data: $(grep -c PERF_RECORD_COMM "$work/inject.script") COMM records, the sideband's $(grep -c PERF_RECORD_COMM "$work/sideband.dump") and the host's"
+	else
+		say "perf inject --guest-data: the sideband's $(wc -l <"$work/want.as") address spaces, VM $vm, and its COMM records in the host's recording"
+	fi
+}
+
 boot "$image" "Debian's stock kernel $(cat "$STOCK_KERNEL/release")"
 check_kallsyms "$image"
 check_tasks "$image"
+check_sideband "$image"
 
 # expect_refusal COMMAND WHAT WORDS ARGS...: perf kvm COMMAND refuses,
 # saying WORDS, and writes nothing: no line on its output, and perf kvm
@@ -220,6 +278,24 @@ for command in kallsyms tasks; do
 	expect_refusal $command "a file that is no kernel" "neither an x86 bzImage nor an ELF" \
 		--image "$work/console" --qmp "$work/qmp"
 done
+# perf kvm tasks -o: a file it can't write; a read failing after the
+# file is open (a guest whose task list can't be read: an image without
+# the walk's layout would be refused before, so the QMP socket of a guest
+# gone is what fails it: refused before too).  And without a command,
+# until SIGINT.
+expect_refusal tasks "-o into a directory that isn't there" "can't write" \
+	--image "$image" --qmp "$work/qmp" -o "$work/none/guest.data" -- true
+"$PERF" kvm tasks --image "$image" --qmp "$work/qmp" -o "$work/sigint.data" 2>"$work/sigint.log" &
+sigint_pid=$!
+sleep 2
+kill -INT $sigint_pid
+if ! wait $sigint_pid; then
+	bad "perf kvm tasks -o without a command, stopped with SIGINT: $(tail -n 2 "$work/sigint.log")"
+elif ! "$PERF" report --header-only -i "$work/sigint.data" 2>/dev/null | grep -q "^# guest address spaces: [1-9]"; then
+	bad "perf kvm tasks -o without a command, stopped with SIGINT: no address spaces in its file"
+else
+	say "perf kvm tasks -o without a command, stopped with SIGINT: $(grep -m1 reads "$work/sigint.log" | sed 's/^perf kvm tasks: //')"
+fi
 shut_down
 
 # A guest whose task list and maps change while they are read: two loops
@@ -257,16 +333,39 @@ check_churn() {
 	[ $ok -gt 0 ] || bad "no run of $runs gave a list"
 	[ "${last:-0}" -gt "${first:-0}" ] || bad "the guest started no process between the first list and the last"
 }
+# check_churn_sideband IMAGE: perf kvm tasks -o on that guest for 3 s: a
+# file perf reads back, with the processes that came and went written and
+# their page tables' times, which perf takes only if no two processes
+# share a page table at any time.
+check_churn_sideband() {
+	local image=$1 comms spaces
+	if ! timeout 60 "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" -o "$work/churn.data" \
+		--interval 50 -- sleep 3 >/dev/null 2>"$work/churn-sideband.log" ||
+		! "$PERF" report -D -i "$work/churn.data" >"$work/churn.dump" 2>>"$work/churn-sideband.log" ||
+		! "$PERF" report --header-only -i "$work/churn.data" >"$work/churn.header" 2>>"$work/churn-sideband.log"; then
+		bad "perf kvm tasks -o on a guest starting processes all the time: $(tail -n 3 "$work/churn-sideband.log")"
+		return
+	fi
+	comms=$(grep -c PERF_RECORD_COMM "$work/churn.dump")
+	spaces=$(sed -n 's/^# guest address spaces: //p' "$work/churn.header")
+	say "perf kvm tasks -o on a guest starting processes all the time: $(grep -m1 reads "$work/churn-sideband.log" | sed 's/^perf kvm tasks: //'); $comms COMM records"
+	# init, sh, cat, the sleeps and busybox stay: 7, and the loops' processes.
+	[ "$comms" -gt 7 ] || bad "the sideband of a guest starting processes all the time has $comms COMM records"
+	[ "${spaces:-0}" -ge 7 ] || bad "the sideband of a guest starting processes all the time has ${spaces:-no} address spaces"
+}
 boot "$image" "Debian's stock kernel, starting processes all the time" churn
 check_churn "$image"
+check_churn_sideband "$image"
 shut_down
 
 # Debian's cloud kernel of the base series too, its own layouts (kallsyms
-# tables relative to their place, 7.3's structures).
+# tables relative to their place, 7.3's structures), booted with page
+# table isolation, which its sideband must tell.
 if [ -s "$ORC_IMAGE/vmlinuz" ]; then
-	boot "$ORC_IMAGE/vmlinuz" "Debian's cloud kernel $(cat "$ORC_IMAGE/version" 2>/dev/null)"
+	boot "$ORC_IMAGE/vmlinuz" "Debian's cloud kernel $(cat "$ORC_IMAGE/version" 2>/dev/null), with page table isolation" pti=on
 	check_kallsyms "$ORC_IMAGE/vmlinuz"
 	check_tasks "$ORC_IMAGE/vmlinuz"
+	check_sideband "$ORC_IMAGE/vmlinuz" pti
 	shut_down
 fi
 exit $fail
