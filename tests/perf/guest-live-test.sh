@@ -179,7 +179,7 @@ check_sideband() {
 	say "perf kvm tasks -o: $(tail -n 1 "$work/sideband.log")"
 	[ ! -s "$work/sideband.out" ] || bad "perf kvm tasks -o printed on its output: $(head -n 2 "$work/sideband.out")"
 	if ! "$PERF" report -D -i "$work/guest.data" >"$work/sideband.dump" 2>"$work/sideband.dump.log" ||
-		! "$PERF" report --header-only -i "$work/guest.data" >"$work/sideband.header" 2>>"$work/sideband.dump.log"; then
+		! "$PERF" report --header-only -I -i "$work/guest.data" >"$work/sideband.header" 2>>"$work/sideband.dump.log"; then
 		bad "perf report can't read perf kvm tasks -o's file: $(tail -n 3 "$work/sideband.dump.log")"
 		return
 	fi
@@ -202,7 +202,7 @@ check_inject() {
 		! vm=$(cat "$work/vm.pid") ||
 		! "$PERF" inject -i "$work/host.data" -o "$work/host.guest" \
 			--guest-data="$work/guest.data,$vm" 2>>"$work/inject.log" ||
-		! "$PERF" report --header-only -i "$work/host.guest" >"$work/inject.header" 2>>"$work/inject.log" ||
+		! "$PERF" report --header-only -I -i "$work/host.guest" >"$work/inject.header" 2>>"$work/inject.log" ||
 		! "$PERF" script --show-task-events -i "$work/host.guest" >"$work/inject.script" 2>>"$work/inject.log"; then
 		bad "perf inject --guest-data of the sideband failed: $(tail -n 3 "$work/inject.log")"
 		return
@@ -291,7 +291,7 @@ sleep 2
 kill -INT $sigint_pid
 if ! wait $sigint_pid; then
 	bad "perf kvm tasks -o without a command, stopped with SIGINT: $(tail -n 2 "$work/sigint.log")"
-elif ! "$PERF" report --header-only -i "$work/sigint.data" 2>/dev/null | grep -q "^# guest address spaces: [1-9]"; then
+elif ! "$PERF" report --header-only -I -i "$work/sigint.data" 2>/dev/null | grep -q "^# guest address spaces: [1-9]"; then
 	bad "perf kvm tasks -o without a command, stopped with SIGINT: no address spaces in its file"
 else
 	say "perf kvm tasks -o without a command, stopped with SIGINT: $(grep -m1 reads "$work/sigint.log" | sed 's/^perf kvm tasks: //')"
@@ -342,7 +342,7 @@ check_churn_sideband() {
 	if ! timeout 60 "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" -o "$work/churn.data" \
 		--interval 50 -- sleep 3 >/dev/null 2>"$work/churn-sideband.log" ||
 		! "$PERF" report -D -i "$work/churn.data" >"$work/churn.dump" 2>>"$work/churn-sideband.log" ||
-		! "$PERF" report --header-only -i "$work/churn.data" >"$work/churn.header" 2>>"$work/churn-sideband.log"; then
+		! "$PERF" report --header-only -I -i "$work/churn.data" >"$work/churn.header" 2>>"$work/churn-sideband.log"; then
 		bad "perf kvm tasks -o on a guest starting processes all the time: $(tail -n 3 "$work/churn-sideband.log")"
 		return
 	fi

@@ -6,7 +6,7 @@ Usage: guest-sideband-compare.py PROC TASKS DUMP HEADER [pti]
 PROC holds the guest's /proc/PID/stat and maps lines (as for
 guest-tasks-compare.py), TASKS perf kvm tasks' list (its page tables),
 DUMP `perf report -D` of the sideband and HEADER `perf report
---header-only` of it.  The guest ran the same processes all the time
+--header-only -I` of it.  The guest ran the same processes all the time
 perf read it.  Each of its user processes must have one COMM record,
 with its pid and name, and an MMAP2 record for each of its executable
 mappings (address, size, offset, file; //anon for one without a file,
