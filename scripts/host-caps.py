@@ -207,8 +207,19 @@ def host_conditions(root, uapi=None):
     cond["not-arm"] = (not machine.startswith(("arm", "aarch64")), f"machine {machine}")
     cond["not-arm64"] = (machine != "aarch64", f"machine {machine}")
     cond["x86"] = (machine in ("x86_64", "i686"), f"machine {machine}")
-    vendor, flags = cpuinfo(root)
+    vendor, flags, model = cpuinfo(root)
     cond["not-intel"] = (vendor != "GenuineIntel", f"vendor {vendor}")
+    # perf stat's default metrics on Intel (TopdownL1) need the CPU PMU:
+    # with none, perf stat without -e fails ("No supported events found").
+    intel = vendor == "GenuineIntel"
+    cond["intel-without-pmu"] = (intel and cond["no-pmu"][0],
+                                 f"vendor {vendor}; {cond['no-pmu'][1]}")
+    # perf's #system_tsc_freq on Intel: CPUID leaf 0x15, else the model
+    # name's "@ 2.00GHz" (tools/perf/arch/x86/util/tsc.c); a model name
+    # without it may leave it 0 (leaf 0x15 is not read here).
+    freq = re.search(r"@ *[0-9.]+ *[GM]Hz", model)
+    cond["intel-model-without-frequency"] = (intel and not freq,
+                                             f"vendor {vendor}, model name '{model}'")
     cond["no-svm"] = ("svm" not in flags, f"CPU flags {'with' if 'svm' in flags else 'without'} svm")
     cond["no-pku"] = ("pku" not in flags, f"CPU flags {'with' if 'pku' in flags else 'without'} pku")
     cond["no-pcid"] = ("pcid" not in flags, f"CPU flags {'with' if 'pcid' in flags else 'without'} pcid")
@@ -279,8 +290,8 @@ def probe_offered(uapi):
 
 
 def cpuinfo(root):
-    """The first CPU's vendor and flags in ROOT's /proc/cpuinfo."""
-    vendor, flags = "none", set()
+    """The first CPU's vendor, flags and model name in ROOT's /proc/cpuinfo."""
+    vendor, flags, model = "none", set(), ""
     try:
         with open(os.path.join(root, "proc/cpuinfo"), encoding="utf-8") as f:
             for line in f:
@@ -289,9 +300,11 @@ def cpuinfo(root):
                     vendor = value.strip()
                 elif key.strip() == "flags" and not flags:
                     flags = set(value.split())
+                elif key.strip() == "model name" and not model:
+                    model = value.strip()
     except OSError:
         vendor = "no /proc/cpuinfo"
-    return vendor, flags
+    return vendor, flags, model
 
 
 def runs(*cmd):

@@ -17,7 +17,7 @@ host "$tmp/bare" x86_64
 printf 'vendor_id\t: AuthenticAMD\n' >"$tmp/bare/proc/cpuinfo"
 host "$tmp/full" x86_64
 f=$tmp/full
-printf 'vendor_id\t: GenuineIntel\nflags\t\t: fpu svm pku pcid\n' >"$f/proc/cpuinfo"
+printf 'vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.00GHz\nflags\t\t: fpu svm pku pcid\n' >"$f/proc/cpuinfo"
 touch "$f/proc/schedstat" "$f/hw-breakpoint-fires" "$f/tsc-in-mmap-page"
 mkdir -p "$f/sys/kernel/tracing" "$f/sys/bus/event_source/devices/cpu/caps" \
 	"$f/sys/bus/event_source/devices/cpu_core" "$f/sys/bus/event_source/devices/uncore_imc_0" \
@@ -41,6 +41,21 @@ for h in bare full; do
 	done
 done
 [ $fail -eq 0 ] && ok "both made-up hosts answered right: $(echo $file_conditions | wc -w) conditions each"
+
+# The conditions of an Intel CPU without a PMU (a VM's) whose model name
+# has no frequency: only there, not on the AMD host nor the Intel one
+# with a PMU and "@ 2.00GHz".
+host "$tmp/intel-vm" x86_64
+printf 'vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\n' >"$tmp/intel-vm/proc/cpuinfo"
+caps --root "$tmp/intel-vm" >"$tmp/intel-vm.caps" || bad "host-caps.py --root $tmp/intel-vm failed"
+for c in intel-without-pmu intel-model-without-frequency; do
+	for h in bare full intel-vm; do
+		want=$([ $h = intel-vm ] && echo yes || echo no)
+		have=$(awk -F'\t' -v c="$c" '$1 == c { print $2 }' "$tmp/$h.caps")
+		[ "$have" = "$want" ] || bad "the $h host: $c is '${have:-not answered}', not $want ($(grep "^$c	" "$tmp/$h.caps"))"
+	done
+done
+[ $fail -eq 0 ] && ok "an Intel VM without a PMU nor a frequency in its model name: its two conditions, and only there"
 
 # This host: every condition tests/expected names is answered (the perf
 # build's with perf's own answer), each with its evidence.
