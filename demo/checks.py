@@ -16,11 +16,17 @@ demo/report.sh) is read here and nowhere else in the checks:
   flamegraph-vcpu.html, flamegraph-vcpu.labels  its flame graph
   gecko-vcpu.json      its Firefox Profiler profile (script report gecko)
   vms                  a line per VM: NAME GUEST LEVEL QEMU-PID [VCPUS]
+  agentless/truth-script.txt, agentless/perf-kvm-script.txt  the same
+                       recording with the guest's sideband and with the
+                       host's reads of guest memory
+                       (tests/demo/agentless-test.sh)
 and every bound the checks use is in demo/thresholds.conf.
 
   demo/checks.py recording OUTDIR   the recording (demo/recording-check.sh)
   demo/checks.py output OUTDIR      one VM's demo (demo/check-output.sh)
   demo/checks.py vms OUTDIR         several VMs' (demo/check-vms.sh)
+  demo/checks.py agentless OUTDIR   the guest's processes and symbols from
+                                    the host alone against its sideband
   demo/checks.py counts FILE [KEY]  what a perf kvm script output holds
   demo/checks.py threshold NAME     a bound, as the checks read it
   demo/checks.py released OUTDIR FILE  a released perf's perf script of
@@ -31,7 +37,7 @@ failed); the exit status is 1 if any check failed.  This is their command
 line; the checks are in demo/demochecks/, one module a concern: read.py
 (the files above, the bounds, the facts of the demo's guests),
 figures.py (figures of samples, verdicts), recording.py, output.py (one
-VM) and vms.py (several).
+VM), vms.py (several) and agentless.py (from the host alone).
 """
 import argparse
 import sys
@@ -41,6 +47,7 @@ from demochecks.figures import Verdicts, counts, num
 from demochecks.recording import check_recording
 from demochecks.output import check_output, check_released
 from demochecks.vms import check_vms
+from demochecks.agentless import check_agentless
 
 
 # -- the command line ---------------------------------------------------------
@@ -75,7 +82,8 @@ def main(argv):
     parser = argparse.ArgumentParser(prog="demo/checks.py", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name, what in (("recording", "the recording"), ("output", "one VM's demo output"),
-                       ("vms", "several VMs' demo output")):
+                       ("vms", "several VMs' demo output"),
+                       ("agentless", "the guest from the host alone against its sideband")):
         sub.add_parser(name, help="check " + what).add_argument("outdir")
     cmd = sub.add_parser("counts", help="what a perf kvm script output holds")
     cmd.add_argument("file")
@@ -85,7 +93,8 @@ def main(argv):
     cmd.add_argument("outdir")
     cmd.add_argument("file")
     args = parser.parse_args(argv)
-    checks = {"recording": check_recording, "output": check_output, "vms": check_vms}
+    checks = {"recording": check_recording, "output": check_output, "vms": check_vms,
+              "agentless": check_agentless}
     try:
         if args.command in checks:
             return run_check(checks[args.command], args.outdir)

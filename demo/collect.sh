@@ -15,6 +15,7 @@ results=$1 console=$2 outdir=$3
 vms=$(grep -c . "$results/vms")
 mkdir -p "$outdir"
 rm -rf "$outdir/guest" "$outdir/guestmount" "$outdir/guest-data" "$outdir/guest-clock" "$outdir"/demo-*/ \
+	"$outdir/agentless" \
 	"$outdir"/*-vcpu*
 cp -a "$results/perf.data" "$results/guestmount" "$results/vms" "$results/recording.txt" \
 	"$results/perf-record.log" "$results/machines" "$outdir/"
@@ -25,5 +26,6 @@ while read -r name kind _; do
 	mkdir -p "$to"
 	cp -a "$from/guest" "$from/guest-console.log" "$from/demo-guest" "$from/guest-qemu.pid" "$to/"
 	[ "$kind" != stock ] || cp -a "$from/guest-data" "$from/guest-clock" "$to/"
+	[ ! -d "$from/agentless" ] || cp -a "$from/agentless" "$to/"
 done <"$results/vms"
 cp "$console" "$outdir/l1-console.log"

@@ -69,6 +69,15 @@ guest=${DEMO_GUEST:-stock}
 rate=${DEMO_RATE:-250}
 max_lost=$(python3 "$TOP/demo/checks.py" threshold MAX_LOST_PERCENT)	# demo/thresholds.conf, or DEMO_MAX_LOST_PERCENT
 boot_seconds=${DEMO_BOOT_SECONDS:-300}
+agentless_mode=${DEMO_AGENTLESS:-0}
+agentless_interval=${DEMO_AGENTLESS_INTERVAL:-100}
+case "$agentless_mode" in
+0 | both) ;;
+*) die "DEMO_AGENTLESS must be 0 or both, not '$agentless_mode'" ;;
+esac
+case "$agentless_interval" in
+'' | *[!0-9]* | 0) die "DEMO_AGENTLESS_INTERVAL must be a number of milliseconds, not '$agentless_interval'" ;;
+esac
 step() { printf '[demo/L1 %4ds] %s\n' "$SECONDS" "$*"; }
 # Where OUTDIR is on the host, for messages (demo/run.sh says).
 shown=${DEMO_SHOWN_OUTDIR:-$outdir}

@@ -48,6 +48,49 @@ record_target() {
 	)"
 }
 
+# The host's own reads of stock VM I (DEMO_AGENTLESS), in
+# VM_DIR/agentless, with the guest's disk as the host has it:
+# guestmount/QEMU-PID, the guest image's files ($DEMOBUILD/stock/root, as a
+# disk mounted read-only), its kernel image in boot/ and proc/kallsyms, the
+# guest's kernel symbols from that image and its memory (perf kvm
+# kallsyms), written now; then its processes and their maps from its
+# memory (perf kvm tasks -o guest.data) every DEMO_AGENTLESS_INTERVAL ms
+# (100) around the recording (wrapped around record[]), the files they map
+# put in the build-id cache home/.debug by their build-ids.
+agentless_wrap() {
+	local i=$1 dir root qmp_sock f home
+	dir=$(vm_dir "$i")/agentless qmp_sock=/run/${names[$i]}.qmp.sock
+	root=$dir/guestmount/${qemus[$i]}
+	mkdir -p "$root/proc" "$root/boot" "$dir/home"
+	for f in "$DEMOBUILD/stock/root"/*; do
+		case ${f##*/} in proc | boot) ;; *) ln -s "$f" "$root/" ;; esac
+	done
+	ln -s "$STOCK_KERNEL/vmlinuz" "$root/boot/vmlinuz"
+	step "${names[$i]}: its kernel symbols from the host alone: perf kvm kallsyms --image=vmlinuz --qmp=${qmp_sock##*/}"
+	"$PERF" kvm kallsyms --image="$STOCK_KERNEL/vmlinuz" --qmp="$qmp_sock" -o "$root/proc/kallsyms" \
+		>"$dir/kallsyms.log" 2>&1 ||
+		{ why "perf kvm kallsyms could not read ${names[$i]}'s kernel symbols: $(tail -n 3 "$dir/kallsyms.log")"; return; }
+	step "${names[$i]}: its processes from the host alone: perf kvm --guestmount=agentless/guestmount tasks -o agentless/guest.data --interval=$agentless_interval around the recording"
+	# The recording keeps the build-id cache it had.
+	home=(env -u HOME)
+	[ -z "${HOME:-}" ] || home=(env HOME="$HOME")
+	record=(env HOME="$dir/home" "$PERF" kvm --guestmount="$dir/guestmount" tasks
+		--image="$STOCK_KERNEL/vmlinuz" --qmp="$qmp_sock" -o "$dir/guest.data"
+		--interval="$agentless_interval" -- "${home[@]}" "${record[@]}")
+}
+
+# Whether the host's reads of VM I made its sideband (perf kvm tasks says
+# what it read in perf-record.log).
+agentless_check() {
+	local dir
+	dir=$(vm_dir "$1")/agentless
+	if [ ! -s "$dir/guest.data" ]; then
+		why "perf kvm tasks wrote no sideband of ${names[$1]}: see perf-record.log"
+		return
+	fi
+	step "${names[$1]}: $(grep '^perf kvm tasks: [0-9]* \(reads\|files\)' "$work/perf-record.log" | tr '\n' ' ' || echo 'perf kvm tasks said nothing')"
+}
+
 # Boot the guests and record them at RATE; 0 when they all ran their
 # programs, clean, the whole time and the recording lost at most max_lost%
 # of its samples and nothing of a guest's sideband.  The guests' programs
@@ -56,6 +99,7 @@ record_target() {
 record_guests() {
 	local rate=$1 i dir mib record_rc started took samples lost chunks percent
 	local target sidebands=() clock_files=() chunks_all=0 fetched cut level how got
+	local agentless=()
 	rm -rf "$work" /run/demo-*.sock
 	mkdir -p "$work/guestmount"
 	qemus=()
@@ -63,6 +107,7 @@ record_guests() {
 	# The stock guests record their sideband and answer for their clock.
 	for i in "${!names[@]}"; do
 		[ "${kinds[$i]}" = fp ] || sidebands+=("$i")
+		[ "${kinds[$i]}" = fp ] || [ "$agentless_mode" = 0 ] || agentless+=("$i")
 	done
 	# Under nested TCG a running guest slows the others' boots down a lot
 	# (the two fp guests booting together took 177s, one alone about 25s):
@@ -138,8 +183,15 @@ record_guests() {
 	record=(timeout -s INT -k 30 $((record_seconds + 120 * (vms + 1)))
 		"$PERF" kvm "${machines[@]}" --guestmount="$work/guestmount" -o "$work/perf.data"
 		record -q "${target[@]}" -F "$rate" -m "${mib}M")
-	[ ${#sidebands[@]} -eq 0 ] || record+=(-k CLOCK_MONOTONIC --sample-identifier)
+	[ ${#sidebands[@]} -eq 0 ] && [ ${#agentless[@]} -eq 0 ] ||
+		record+=(-k CLOCK_MONOTONIC --sample-identifier)
+	# The host alone tells the guest's processes apart by the page table
+	# each sample was taken in.
+	[ ${#agentless[@]} -eq 0 ] || record+=(--guest-pgd)
 	record+=(-- sleep "$record_seconds")
+	for i in "${agentless[@]}"; do
+		agentless_wrap "$i" || return
+	done
 	# Each stock guest's clock against ours, before and after recording:
 	# guest-clock-offset runs the recording, within one another's for
 	# several guests, each printing its guest's OFFSET,SCALE.  It times
@@ -157,6 +209,9 @@ record_guests() {
 	record_rc=0
 	started=$SECONDS
 	"${record[@]}" >"$work/perf-record.log" 2>&1 || record_rc=$?
+	for i in "${agentless[@]}"; do
+		agentless_check "$i" || return
+	done
 	took=$((SECONDS - started))
 	grep -v '^\[ perf record: ' "$work/perf-record.log" || true
 	# A perf.data perf can't read (a data size of 0: perf record writes

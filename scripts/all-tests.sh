@@ -225,6 +225,8 @@ emulator_lane() {
 	tested bench/smoke bash "$TOP/bench/run.sh" --smoke
 	tested demo/short demo_short
 	tested demo/bad-use bash "$TOP/tests/demo/bad-use-test.sh" "$OUT/demo-short"
+	# The same recording with the host's reads of the guest alone.
+	tested demo/agentless bash "$TOP/tests/demo/agentless-test.sh" "$OUT/demo-short"
 	# What the previous perf makes of the whole vCPU thread's recording.
 	tested demo/released-perf bash "$TOP/tests/demo/released-perf-test.sh" "$OUT/demo-short"
 }

@@ -20,7 +20,11 @@
 #                          set-guest-callchains, recorded with perf kvm for CHECK_HOST_SECONDS (8),
 #                          symbolised and checked (demo/in-l1.sh,
 #                          demo/report.sh without drawing,
-#                          demo/recording-check.sh)
+#                          demo/recording-check.sh); the host's own reads
+#                          of the guest recorded beside its sideband
+#                          (DEMO_AGENTLESS=both: perf kvm kallsyms, perf
+#                          kvm tasks -o), which make check compares
+#                          (tests/demo/agentless-test.sh)
 #
 # judged against tests/expected's entries under those names
 # (scripts/results.py check --only), with this host's conditions probed
@@ -184,7 +188,7 @@ guest_record() {
 		bash "$TOP/demo/stock-kernel.sh" && DEMO_GUEST=stock bash "$TOP/demo/guest-image.sh"
 	} || return 1
 	mkdir -p "$out/guest" &&
-		DEMO_ATTEMPTS=1 DEMO_GUEST=stock bash "$TOP/demo/in-l1.sh" "$out/guest" "$seconds" &&
+		DEMO_ATTEMPTS=1 DEMO_GUEST=stock DEMO_AGENTLESS=both bash "$TOP/demo/in-l1.sh" "$out/guest" "$seconds" &&
 		DEMO_DRAW=0 bash "$TOP/demo/report.sh" "$out/guest" &&
 		bash "$TOP/demo/recording-check.sh" "$out/guest"
 }
