@@ -27,11 +27,16 @@
 #   make export   write the commits of build/linux back into patches/
 #   make bench    in-kernel vs userspace guest call-chain sampling, side by
 #                 side inside L1, then the ratios, the host part's cost among them
-#                 (about 27 min): build/bench-out/results.md, overhead.png
+#                 (about 33 min, the last 6 bench-agentless's): build/bench-out/results.md, overhead.png
 #   make bench-memslots   what an opted-in VM's memslot updates cost: QEMU's
 #                 SeaBIOS booted in L1 opted in and not, side by side (boot
 #                 time, IPIs, memslot ioctl time; L1_KERNEL=bzImage: another
 #                 kernel to compare; about 5 min)
+#   make bench-agentless   what profiling a guest from the host alone costs:
+#                 the bare guest's own speed with perf kvm tasks -o reading
+#                 it every 100 ms against none, alternating, and the host's
+#                 CPU per read (about 6 min; also make bench's last part):
+#                 build/bench-out/agentless/results.md
 #   make bench-perf   what the perf series cost host-only profiles: one
 #                 recording read by the base's perf and by ours built the
 #                 same way, side by side (perf report, perf script: CPU
@@ -71,7 +76,7 @@
 
 S := scripts
 
-.PHONY: all check check-host check-vms expected verified-builds build deps tree export kernel perf selftests bench bench-perf bench-memslots demo demo-deps demo-soak bochs bisect packages l1 l1-kvm-down clean distclean
+.PHONY: all check check-host check-vms expected verified-builds build deps tree export kernel perf selftests bench bench-perf bench-memslots bench-agentless demo demo-deps demo-soak bochs bisect packages l1 l1-kvm-down clean distclean
 
 all: build
 
@@ -116,6 +121,9 @@ bench-perf: perf
 
 bench-memslots: build
 	@bash -c '. $(S)/lib.sh; stage bench-memslots bash bench/memslot-boot.sh'
+
+bench-agentless: build demo-deps
+	@bash -c '. $(S)/lib.sh; stage bench-agentless bash bench/agentless.sh'
 
 demo-deps: deps
 	@bash demo/deps.sh

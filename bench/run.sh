@@ -11,7 +11,9 @@
 # judged by (a chain against the IP alone, one frame per page against a
 # dense stack) with their spread, in a run of their own with more
 # repetitions (OUTDIR/ratios), and then what the kernel's walks did per
-# sample, counted by KVM's tracepoints in runs of their own (OUTDIR/units).
+# sample, counted by KVM's tracepoints in runs of their own (OUTDIR/units);
+# last, what reading a guest's processes from the host costs the guest and
+# the host (bench/agentless.sh, OUTDIR/agentless).
 # --ratios runs only the ratios, --units only the counts; --smoke runs only
 # the short sanity check (no sampling, in-kernel chains, userspace chains,
 # one rate, ~1 s each), which fails on no work, no samples or a
@@ -124,4 +126,10 @@ if [ $ratios_only -eq 0 ]; then
 	report bench-units "$outdir/units"
 	awk '/^Work of the kernel/ { p = 1 } p' "$outdir/units/results.md"
 fi
-say "done in $(($(date +%s) - start))s; results in $outdir (results.md, overhead.png, results.csv, bench.log; ratios/, units/)"
+
+# What profiling a guest from the host alone costs it and the host
+# (perf kvm tasks -o at 10 Hz against none, alternating; a few minutes).
+if [ $ratios_only -eq 0 ] && [ $units_only -eq 0 ]; then
+	bash "$TOP/bench/agentless.sh" -o "$outdir/agentless"
+fi
+say "done in $(($(date +%s) - start))s; results in $outdir (results.md, overhead.png, results.csv, bench.log; ratios/, units/, agentless/)"

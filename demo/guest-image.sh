@@ -7,6 +7,9 @@
 #          demo/workload.c, and ping and pong (demo/pingpong.c); and, to
 #          record the guest's sideband, our perf and its libraries, and
 #          tools/guest-clock/clock-echo
+#   bare   the stock guest's kernel and programs and nothing else: no perf,
+#          no clock tool (make demo DEMO_AGENTLESS=1 profiles it from the
+#          host alone)
 #   fp     our test kernel ($BZIMAGE, frame pointers, 9p) and the workload
 #          built static with frame pointers
 # Either way an initramfs with busybox and demo/guest-init.sh as /init, in
@@ -21,17 +24,21 @@ root=$dir/root
 rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,share}
 case "$guest" in
-stock)
+stock | bare)
 	say "building the guest programs (-O2, no frame pointers, PIE, shared libc)"
 	cflags=(-O2 -g -fomit-frame-pointer -fPIE -pie)
 	gcc "${cflags[@]}" -o "$dir/workload" "$TOP/demo/workload.c"
 	gcc "${cflags[@]}" -DPLAYER=ping -o "$root/bin/ping" "$TOP/demo/pingpong.c"
 	gcc "${cflags[@]}" -DPLAYER=pong -o "$root/bin/pong" "$TOP/demo/pingpong.c"
-	gcc -O2 -o "$root/bin/clock-echo" "$TOP/tools/guest-clock/clock-echo.c"
-	[ -x "$PERF" ] || die "no perf at $PERF: run 'make perf'"
-	cp "$PERF" "$root/bin/perf"
+	linked=("$dir/workload")
+	if [ "$guest" = stock ]; then
+		gcc -O2 -o "$root/bin/clock-echo" "$TOP/tools/guest-clock/clock-echo.c"
+		[ -x "$PERF" ] || die "no perf at $PERF: run 'make perf'"
+		cp "$PERF" "$root/bin/perf"
+		linked+=("$root/bin/perf")
+	fi
 	# The shared libraries at the paths the programs ask for.
-	for lib in $(for f in "$dir/workload" "$root/bin/perf"; do ldd "$f"; done |
+	for lib in $(for f in "${linked[@]}"; do ldd "$f"; done |
 		grep -o '/[^ ]*' | sort -u); do
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"
@@ -44,7 +51,7 @@ fp)
 		-o "$dir/workload" "$TOP/demo/workload.c"
 	;;
 *)
-	die "DEMO_GUEST must be stock or fp, not '$guest'"
+	die "DEMO_GUEST must be stock, bare or fp, not '$guest'"
 	;;
 esac
 

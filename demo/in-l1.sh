@@ -10,6 +10,15 @@
 #          CLOCK_MONOTONIC), and tools/guest-clock measures how the two
 #          clocks relate
 #   fp     our frame-pointer kernel and program: level 1, recorded -g
+#   bare   (DEMO_AGENTLESS=1) the stock guest's kernel and programs and
+#          nothing else, level 2, --call-graph dwarf: profiled from the
+#          host alone
+# DEMO_AGENTLESS=both (the stock guest) or 1 (the bare guest) adds the
+# host's own reads of the guest (demo/l1-record.sh's agentless_root and
+# agentless_wrap): its kernel's symbols from the image and guest memory
+# (perf kvm kallsyms) and, around the recording, recorded with
+# --guest-pgd, its processes and maps every DEMO_AGENTLESS_INTERVAL ms
+# (100) from guest memory (perf kvm tasks -o), in OUTDIR/agentless.
 #
 # DEMO_GUESTS=1 (the default) runs DEMO_GUEST alone and records its QEMU
 # (perf record -p), the host's side of it too (perf kvm --host --guest):
@@ -73,7 +82,12 @@ agentless_mode=${DEMO_AGENTLESS:-0}
 agentless_interval=${DEMO_AGENTLESS_INTERVAL:-100}
 case "$agentless_mode" in
 0 | both) ;;
-*) die "DEMO_AGENTLESS must be 0 or both, not '$agentless_mode'" ;;
+1)
+	[ "$guest" = stock ] && [ "${DEMO_GUESTS:-1}" = 1 ] ||
+		die "DEMO_AGENTLESS=1 profiles the stock guest alone (DEMO_GUEST=stock, DEMO_GUESTS=1)"
+	guest=bare
+	;;
+*) die "DEMO_AGENTLESS must be 0, 1 or both, not '$agentless_mode'" ;;
 esac
 case "$agentless_interval" in
 '' | *[!0-9]* | 0) die "DEMO_AGENTLESS_INTERVAL must be a number of milliseconds, not '$agentless_interval'" ;;
@@ -84,7 +98,7 @@ shown=${DEMO_SHOWN_OUTDIR:-$outdir}
 work=${DEMO_WORK:-/tmp/demo-l1}
 
 case "$guest" in
-stock) level=2 ;;
+stock | bare) level=2 ;;
 fp) level=1 ;;
 *) die "DEMO_GUEST must be stock or fp, not '$guest'" ;;
 esac

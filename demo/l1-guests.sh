@@ -28,6 +28,8 @@ guest_root_here() {
 	dir=$(vm_dir "$1")
 	if [ "${kinds[$1]}" = fp ]; then
 		[ -s "$dir/guest/workload.maps" ]
+	elif [ "${kinds[$1]}" = bare ]; then
+		grep -q 'guest: programs running' "$dir/guest-console.log" 2>/dev/null
 	else
 		grep -q 'guest: guest root sent' "$dir/guest-console.log" 2>/dev/null
 	fi
@@ -108,6 +110,10 @@ boot_vm() {
 			-device virtserialport,chardev=clock,name=org.perf.clock
 			-chardev file,id=guestdata,path="$dir/guestdata.tar"
 			-device virtserialport,chardev=guestdata,name=org.perf.guestdata)
+		;;
+	bare)
+		# Nothing shared: the host reads what it needs in guest memory.
+		kernel=$STOCK_KERNEL/vmlinuz share_args=()
 		;;
 	fp)
 		kernel=$BZIMAGE

@@ -28,7 +28,7 @@ recording_counts() { bash "$TOP/demo/recording-counts.sh" "$1"; }
 record_target() {
 	local i mode
 	if [ "$vms" -eq 1 ]; then
-		if [ "${kinds[0]}" = stock ]; then
+		if [ "${kinds[0]}" != fp ]; then
 			echo --call-graph dwarf -e cpu-clock -p "${qemus[0]}"
 		else
 			echo -g -e cpu-clock -p "${qemus[0]}"
@@ -48,28 +48,43 @@ record_target() {
 	)"
 }
 
-# The host's own reads of stock VM I (DEMO_AGENTLESS), in
-# VM_DIR/agentless, with the guest's disk as the host has it:
-# guestmount/QEMU-PID, the guest image's files ($DEMOBUILD/stock/root, as a
-# disk mounted read-only), its kernel image in boot/ and proc/kallsyms, the
-# guest's kernel symbols from that image and its memory (perf kvm
-# kallsyms), written now; then its processes and their maps from its
-# memory (perf kvm tasks -o guest.data) every DEMO_AGENTLESS_INTERVAL ms
-# (100) around the recording (wrapped around record[]), the files they map
-# put in the build-id cache home/.debug by their build-ids.
-agentless_wrap() {
-	local i=$1 dir root qmp_sock f home
+# Whether VM I is profiled from the host alone too (DEMO_AGENTLESS=both,
+# the stock guest) or only (the bare guest).
+agentless_vm() {
+	case ${kinds[$1]}:$agentless_mode in
+	bare:* | stock:both) return 0 ;;
+	esac
+	return 1
+}
+
+# The guest's root as the host has it for the host's own reads of VM I, in
+# VM_DIR/agentless/guestmount/QEMU-PID: the guest image's files
+# ($DEMOBUILD/KIND/root, as its disk mounted read-only would be), its
+# kernel image in boot/, and in proc/kallsyms the guest's kernel symbols
+# from that image and its memory (perf kvm kallsyms).
+agentless_root() {
+	local i=$1 dir root qmp_sock f
 	dir=$(vm_dir "$i")/agentless qmp_sock=/run/${names[$i]}.qmp.sock
 	root=$dir/guestmount/${qemus[$i]}
 	mkdir -p "$root/proc" "$root/boot" "$dir/home"
-	for f in "$DEMOBUILD/stock/root"/*; do
+	for f in "$DEMOBUILD/${kinds[$i]}/root"/*; do
 		case ${f##*/} in proc | boot) ;; *) ln -s "$f" "$root/" ;; esac
 	done
 	ln -s "$STOCK_KERNEL/vmlinuz" "$root/boot/vmlinuz"
 	step "${names[$i]}: its kernel symbols from the host alone: perf kvm kallsyms --image=vmlinuz --qmp=${qmp_sock##*/}"
 	"$PERF" kvm kallsyms --image="$STOCK_KERNEL/vmlinuz" --qmp="$qmp_sock" -o "$root/proc/kallsyms" \
 		>"$dir/kallsyms.log" 2>&1 ||
-		{ why "perf kvm kallsyms could not read ${names[$i]}'s kernel symbols: $(tail -n 3 "$dir/kallsyms.log")"; return; }
+		why "perf kvm kallsyms could not read ${names[$i]}'s kernel symbols: $(tail -n 3 "$dir/kallsyms.log")"
+}
+
+# The host's own reads of VM I's processes and their maps, in its memory
+# (perf kvm tasks -o VM_DIR/agentless/guest.data) every
+# DEMO_AGENTLESS_INTERVAL ms (100) around the recording (wrapped around
+# record[]), the files they map put in the build-id cache
+# VM_DIR/agentless/home/.debug by their build-ids in the guest's root.
+agentless_wrap() {
+	local i=$1 dir qmp_sock home
+	dir=$(vm_dir "$i")/agentless qmp_sock=/run/${names[$i]}.qmp.sock
 	step "${names[$i]}: its processes from the host alone: perf kvm --guestmount=agentless/guestmount tasks -o agentless/guest.data --interval=$agentless_interval around the recording"
 	# The recording keeps the build-id cache it had.
 	home=(env -u HOME)
@@ -99,15 +114,15 @@ agentless_check() {
 record_guests() {
 	local rate=$1 i dir mib record_rc started took samples lost chunks percent
 	local target sidebands=() clock_files=() chunks_all=0 fetched cut level how got
-	local agentless=()
+	local agentless=() root how
 	rm -rf "$work" /run/demo-*.sock
 	mkdir -p "$work/guestmount"
 	qemus=()
 	started=$SECONDS
 	# The stock guests record their sideband and answer for their clock.
 	for i in "${!names[@]}"; do
-		[ "${kinds[$i]}" = fp ] || sidebands+=("$i")
-		[ "${kinds[$i]}" = fp ] || [ "$agentless_mode" = 0 ] || agentless+=("$i")
+		[ "${kinds[$i]}" != stock ] || sidebands+=("$i")
+		! agentless_vm "$i" || agentless+=("$i")
 	done
 	# Under nested TCG a running guest slows the others' boots down a lot
 	# (the two fp guests booting together took 177s, one alone about 25s):
@@ -123,12 +138,16 @@ record_guests() {
 	for i in "${!names[@]}"; do
 		dir=$(vm_dir "$i")
 		# perf kvm --guestmount wants the guest's root at
-		# guestmount/<QEMU PID>.
-		ln -s "$(realpath --relative-to="$work/guestmount" "$dir/guest")" "$work/guestmount/${qemus[$i]}"
+		# guestmount/<QEMU PID>: what the guest shared, or for the bare
+		# guest what the host has of it.
+		root=$dir/guest how=shared
+		! agentless_vm "$i" || agentless_root "$i" || return
+		[ "${kinds[$i]}" != bare ] || root=$dir/agentless/guestmount/${qemus[$i]} how="read from the host alone"
+		ln -s "$(realpath --relative-to="$work/guestmount" "$root")" "$work/guestmount/${qemus[$i]}"
 		echo "${qemus[$i]}" >"$dir/guest-qemu.pid"
 		echo "${kinds[$i]}" >"$dir/demo-guest"
 		echo "${names[$i]} ${kinds[$i]} ${levels[$i]} ${qemus[$i]} ${vcpus[$i]}" >>"$work/vms"
-		step "${names[$i]}: guest root shared at guestmount/${qemus[$i]} ($(wc -l <"$dir/guest/proc/kallsyms") kallsyms lines)"
+		step "${names[$i]}: guest root $how at guestmount/${qemus[$i]} ($(wc -l <"$root/proc/kallsyms") kallsyms lines)"
 	done
 	step "guests running after $((SECONDS - started))s"
 

@@ -20,7 +20,10 @@
 # with the guest's kernel symbols from OUTDIR/guestmount, and its user
 # space symbols from, for the stock guest, the guest's sideband put into
 # perf.data by perf inject --guest-data (perf.data.guest) and its build-id
-# cache (OUTDIR/guest-data), or, for the fp guest, OUTDIR/guest/workload.maps;
+# cache (OUTDIR/guest-data), for the bare guest (DEMO_AGENTLESS=1) the
+# host's reads of guest memory (OUTDIR/agentless: perf kvm tasks -o's
+# sideband and build-id cache; its guestmount, which OUTDIR/guestmount
+# links to), or, for the fp guest, OUTDIR/guest/workload.maps;
 # with several VMs (OUTDIR/vms), each VM's, from OUTDIR/NAME.
 #
 #   demo/report.sh OUTDIR
@@ -69,10 +72,23 @@ one_vm() {
 		else
 			warn "no guest kernel image ($STOCK_KERNEL/vmlinuz): guest kernel stacks are not unwound"
 		fi
+	elif [ "$(cat "$outdir/demo-guest" 2>/dev/null)" = bare ]; then
+		# The host's guest root has no sys/kernel/notes, so the recording
+		# no build-id of the guest's kernel to find its image by: name it.
+		opts+=(--guestimage="${GUEST_IMAGE:-$STOCK_KERNEL/vmlinuz}")
 	fi
 	# perf's build-id cache is $HOME/.debug, for the perf that report
-	# scripts start too: the guest's, for its programs.
-	if [ -s guest-data/tmp/guest.data ] && [ -s guest-clock ] && [ -s guest-qemu.pid ]; then
+	# scripts start too: the guest's, for its programs.  The bare guest's
+	# sideband and cache are the host's reads of it (perf kvm tasks -o,
+	# same clock: no offset).
+	if [ "$(cat demo-guest 2>/dev/null)" = bare ] && [ -s agentless/guest.data ] && [ -s guest-qemu.pid ]; then
+		home=$outdir/agentless/home
+		step "adding the host's reads of the guest: perf inject --guest-data=agentless/guest.data,$(cat guest-qemu.pid)"
+		HOME=$home "$PERF" inject -i perf.data -o perf.data.guest \
+			--guest-data="agentless/guest.data,$(cat guest-qemu.pid)" \
+			>perf-inject.log 2>&1 || die "perf inject --guest-data failed: $(tail -n 5 perf-inject.log)"
+		input=perf.data.guest
+	elif [ -s guest-data/tmp/guest.data ] && [ -s guest-clock ] && [ -s guest-qemu.pid ]; then
 		home=$outdir/guest-data/root
 		step "adding the guest's sideband: perf inject --guest-data=guest.data,$(cat guest-qemu.pid),$(cat guest-clock)"
 		HOME=$home "$PERF" inject -i perf.data -o perf.data.guest \

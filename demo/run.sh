@@ -19,6 +19,16 @@
 #                        guest's sideband injected; the flame graph split
 #                        by VM.  DEMO_GUESTS=2: the stock guest and the one
 #                        not opted in.  (default 1: DEMO_GUEST alone)
+#   DEMO_AGENTLESS=1     the stock guest with nothing added to it (no perf,
+#                        no clock tool), profiled from the host alone: its
+#                        kernel's symbols and its processes read in guest
+#                        memory (perf kvm kallsyms, perf kvm tasks -o), its
+#                        files from its image; DEMO_AGENTLESS=both: the
+#                        stock guest's own sideband and the host's reads on
+#                        the same recording, the flame graph from the
+#                        guest's, and the two compared sample by sample
+#                        (tests/demo/agentless-test.sh, as make check
+#                        does).  (default 0: the guest's own sideband)
 #   DEMO_RATE=N          samples a second (default 250)
 #   DEMO_MAX_LOST_PERCENT=P  a recording that lost more than P% (default 1)
 #                        of its samples, or any event of the guest's
@@ -52,6 +62,13 @@ esac
 export DEMO_GUEST=$guest
 vms=${DEMO_GUESTS:-1}
 whole DEMO_GUESTS "$vms" 1 3
+agentless=${DEMO_AGENTLESS:-0}
+case "$agentless" in
+0 | both) ;;
+1) [ "$guest" = stock ] && [ "$vms" -eq 1 ] ||
+	die "DEMO_AGENTLESS=1 profiles the stock guest alone (DEMO_GUEST=stock, DEMO_GUESTS=1)" ;;
+*) die "DEMO_AGENTLESS must be 0, 1 or both, not '$agentless'" ;;
+esac
 mkdir -p "$outdir" 2>/dev/null && touch "$outdir/.writable" 2>/dev/null ||
 	die "output directory $outdir is not writable"
 rm -f "$outdir/.writable"
@@ -61,7 +78,9 @@ for f in "$BZIMAGE" "$PERF"; do
 done
 
 t0=$(date +%s)
-if [ "$vms" -eq 1 ]; then
+if [ "$agentless" = 1 ]; then
+	DEMO_GUEST=bare stage demo/guest-image bash "$TOP/demo/guest-image.sh"
+elif [ "$vms" -eq 1 ]; then
 	stage demo/guest-image bash "$TOP/demo/guest-image.sh"
 else
 	for g in stock fp; do
@@ -88,10 +107,15 @@ say "booting L1 (TCG); it starts the L2 guest with KVM and records it for ${seco
 L1_SMP=${L1_SMP:-1} stage demo/record bash "$TOP/scripts/l1-run.sh" -t "$limit" -n "$name" \
 	sh -c 'seconds=$1; shift; exec env "$@" "$L1_RESULTS" "$seconds"' sh "$seconds" \
 	DEMO_GUEST="$guest" DEMO_GUESTS="$vms" DEMO_ATTEMPTS="$attempts" DEMO_RATE="${DEMO_RATE:-250}" \
+	DEMO_AGENTLESS="$agentless" \
 	DEMO_MAX_LOST_PERCENT="${DEMO_MAX_LOST_PERCENT:-1}" DEMO_BOOT_SECONDS="${DEMO_BOOT_SECONDS:-300}" \
 	DEMO_SHOWN_OUTDIR="$results" bash "$TOP/demo/in-l1.sh" ||
 	die "stage demo/record failed: see the messages above, $results/output.log (what ran in L1), $results/guest-console.log (the guest) and $results/console.log (L1's kernel)"
 bash "$TOP/demo/collect.sh" "$results" "$results/console.log" "$outdir"
 stage demo/report bash "$TOP/demo/report.sh" "$outdir" ||
 	die "stage demo/report failed: see the messages above and the logs in $outdir (perf-inject.log, perf-kvm-script.err, render.log)"
+if [ "$agentless" = both ]; then
+	stage demo/agentless bash "$TOP/tests/demo/agentless-test.sh" "$outdir" ||
+		die "stage demo/agentless failed: the host's reads did not give what the guest's sideband did (above; files in $outdir/agentless)"
+fi
 say "done in $(($(date +%s) - t0))s; open $outdir/flamegraph.html in a browser"

@@ -23,7 +23,8 @@ def check_recording(v, outdir, limits):
         return
     check_lost(v, rec, samples, lost, percent, limits["MAX_LOST_PERCENT"])
     check_asked(v, rec, samples, limits["MIN_ASKED_SAMPLES_PERCENT"])
-    stock = read_text(outdir / "demo-guest") == "stock"
+    kind = read_text(outdir / "demo-guest")
+    stock = kind == "stock"
     vms = parse_vms(outdir / "vms") if (outdir / "vms").is_file() else []
     if stock or any(vm.kind == "stock" for vm in vms):
         check_sideband(v, rec.get("sideband_lost", ""))
@@ -46,6 +47,10 @@ def check_recording(v, outdir, limits):
     if stock:
         check_unknown_thread(v, guest["unknown_thread"], guest["samples"],
                              limits["MAX_UNKNOWN_THREAD_PERCENT"], "", "the sideband")
+    elif kind == "bare":
+        check_unknown_thread(v, guest["unknown_thread"], guest["samples"],
+                             limits["AGENTLESS_MAX_UNKNOWN_THREAD_PERCENT"], "",
+                             "the host's reads of guest memory")
 
 
 def check_lost(v, rec, samples, lost, percent, max_lost):
