@@ -47,6 +47,12 @@ expect "bad DEMO_ATTEMPTS" nonzero "DEMO_ATTEMPTS must be a whole number from 1 
 	env DEMO_ATTEMPTS=0 bash "$TOP/demo/run.sh" "$tmp/out"
 expect "bad DEMO_GUESTS" nonzero "DEMO_GUESTS must be a whole number from 1 to 3, not 4" \
 	env DEMO_GUESTS=4 bash "$TOP/demo/run.sh" "$tmp/out"
+expect "bad DEMO_AGENTLESS" nonzero "DEMO_AGENTLESS must be 0, 1 or both, not 'yes'" \
+	env DEMO_AGENTLESS=yes bash "$TOP/demo/run.sh" "$tmp/out"
+expect "DEMO_AGENTLESS=1 with several VMs" nonzero "DEMO_AGENTLESS=1 profiles the stock guest alone" \
+	env DEMO_AGENTLESS=1 DEMO_GUESTS=2 bash "$TOP/demo/run.sh" "$tmp/out"
+expect "agentless comparison without the host's reads" nonzero "no agentless/guest.data in" \
+	bash "$TOP/tests/demo/agentless-test.sh" "$tmp"
 
 # In an L1 whose kvm_amd never starts (its init call is blacklisted): no
 # /dev/kvm.  The knob missing, as on a kernel
