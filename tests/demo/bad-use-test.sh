@@ -142,10 +142,14 @@ else
 fi
 
 # The stock guest's image given as the series' earlier versions took it,
-# with --guestvmlinux, which names symbols only: perf says which option
-# unwinds guest kernel stacks, and cuts them to their first frame.
+# with --guestvmlinux, which names symbols only, and not in the guest's
+# /boot either: perf says which option unwinds guest kernel stacks, and
+# cuts them to their first frame.
 if [ "$(cat "$demo/demo-guest" 2>/dev/null)" = stock ]; then
-	"$PERF" kvm --guest --guestmount="$demo/guestmount" --guestvmlinux="$STOCK_KERNEL/vmlinuz" \
+	mkdir "$tmp/vmlinux"
+	cp -a "$demo/guest" "$demo/guestmount" "$tmp/vmlinux/"
+	rm -f "$tmp/vmlinux/guest/boot/"vmlinu*
+	"$PERF" kvm --guest --guestmount="$tmp/vmlinux/guestmount" --guestvmlinux="$STOCK_KERNEL/vmlinuz" \
 		-i "$demo/perf.data" script >"$tmp/vmlinux-option.txt" 2>"$tmp/vmlinux-option.err"
 	deep=$(count deep_kernel "$tmp/vmlinux-option.txt")
 	samples=$(count samples "$tmp/vmlinux-option.txt")
