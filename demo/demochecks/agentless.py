@@ -14,7 +14,10 @@ sample, the two matched by place and time:
   - every sample's guest kernel frames: the same symbol
     (AGENTLESS_MIN_KERNEL_FRAME_PERCENT);
   - all samples: at most AGENTLESS_MAX_OTHER_PROCESS_PERCENT on another
-    process than the sideband's (the unknown guest thread is none).
+    process than the sideband's (the unknown guest thread is none);
+  - each demo program's process: the same parent, by the FORK records of
+    the two sidebands (truth-tasks.txt and tasks.txt, perf script
+    --show-task-events of each).
 """
 import re
 from demochecks.read import HOT_LEAVES, UNKNOWN_THREAD, parse_script
@@ -22,7 +25,10 @@ from demochecks.figures import at_least, at_most, is_kernel, num, pct, require_f
 
 TRUTH = "agentless/truth-script.txt"
 HOST = "agentless/perf-kvm-script.txt"
+TRUTH_TASKS = "agentless/truth-tasks.txt"
+HOST_TASKS = "agentless/tasks.txt"
 SAMPLE_TIME = re.compile(r" (\d+\.\d+):")
+FORK = re.compile(r"PERF_RECORD_FORK\((\d+):(\d+)\):\((\d+):(\d+)\)")
 
 
 def sample_time(sample):
@@ -52,8 +58,37 @@ def frames_alike(truth, host, kernel):
     return alike, total, example
 
 
+def parents(path):
+    """pid -> its parent's pid, by the last FORK record of a process (not
+    of a thread) in perf script --show-task-events' output."""
+    found = {}
+    for line in open(path, errors="replace"):
+        match = FORK.search(line)
+        if match and match.group(1) == match.group(2):
+            found[int(match.group(1))] = int(match.group(3))
+    return found
+
+
+def check_parents(v, outdir, programs):
+    """Each demo program's process has the parent the guest's sideband
+    gives it in the host's sideband too."""
+    truth, host = parents(outdir / TRUTH_TASKS), parents(outdir / HOST_TASKS)
+    same, bad = 0, []
+    for prog, pid in sorted(programs):
+        if pid in truth and host.get(pid) == truth[pid]:
+            same += 1
+        else:
+            bad.append("%s %d: parent %s by the sideband, %s by the host's reads"
+                       % (prog, pid, truth.get(pid), host.get(pid)))
+    message = "the demo programs' processes: %d of %d with the same parent (FORK records)" % (
+        same, len(programs))
+    v.check(bool(programs) and not bad, message, message)
+    for example in bad[:3]:
+        v.example(example)
+
+
 def check_agentless(v, outdir, limits):
-    if not require_files(v, outdir, (TRUTH, HOST)):
+    if not require_files(v, outdir, (TRUTH, HOST, TRUTH_TASKS, HOST_TASKS)):
         return
     truth, host = parse_script(outdir / TRUTH), parse_script(outdir / HOST)
     if (not truth or len(truth) != len(host)
@@ -107,3 +142,5 @@ def check_agentless(v, outdir, limits):
     v.check(other == 0 or at_most(other, len(pairs), most), message, message)
     for example in examples[:3]:
         v.example(example)
+    check_parents(v, outdir, {(t.comm, t.pid) for t in truth
+                              if t.comm in placed and t.pid is not None})

@@ -11,7 +11,8 @@
 # its /proc/kallsyms and its build-id cache (demo/report.sh made
 # perf.data.guest): demo/checks.py agentless, the issue's targets (the
 # same process for 99% of each demo program's user samples, the same
-# symbol for 95% of their user frames and for every guest kernel frame).
+# symbol for 95% of their user frames and for every guest kernel frame),
+# and each program's parent the same by the two sidebands' FORK records.
 #   tests/demo/agentless-test.sh DEMO_OUTDIR   (a finished demo's output)
 set -uo pipefail
 . "$(dirname "$0")/../testlib.sh"
@@ -20,7 +21,7 @@ set -uo pipefail
 demo=$(cd "$1" && pwd)
 agentless=$demo/agentless
 pid=$(cat "$demo/guest-qemu.pid" 2>/dev/null)
-for f in agentless/guest.data "agentless/guestmount/$pid/proc/kallsyms" perf.data perf.data.guest; do
+for f in agentless/guest.data guest-data/tmp/guest.data "agentless/guestmount/$pid/proc/kallsyms" perf.data perf.data.guest; do
 	[ -s "$demo/$f" ] || die "no $f in $demo: record the stock guest with DEMO_AGENTLESS=both and run demo/report.sh"
 done
 say "perf inject --guest-data=agentless/guest.data,$pid (the host's reads, the same clock)"
@@ -37,5 +38,11 @@ HOME=$demo/guest-data/root "$PERF" kvm --guest --guestmount="$demo/guestmount" -
 HOME=$agentless/home "$PERF" kvm --guest --guestmount="$agentless/guestmount" -i "$agentless/perf.data.guest" \
 	script "${fields[@]}" >"$agentless/perf-kvm-script.txt" 2>"$agentless/perf-kvm-script.err" ||
 	die "perf kvm script of the host's reads failed: $(tail -n 5 "$agentless/perf-kvm-script.err")"
+say "perf script --show-task-events of the two sidebands (their FORK records)"
+"$PERF" script --show-task-events -i "$demo/guest-data/tmp/guest.data" >"$agentless/truth-tasks.txt" \
+	2>"$agentless/truth-tasks.err" ||
+	die "perf script of the guest's sideband failed: $(tail -n 5 "$agentless/truth-tasks.err")"
+"$PERF" script --show-task-events -i "$agentless/guest.data" >"$agentless/tasks.txt" 2>"$agentless/tasks.err" ||
+	die "perf script of the host's reads failed: $(tail -n 5 "$agentless/tasks.err")"
 python3 "$TOP/demo/checks.py" agentless "$demo" || fail=1
 exit $fail

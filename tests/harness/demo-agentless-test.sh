@@ -3,7 +3,8 @@
 # on made-up outputs of one recording: it passes when the host's reads
 # place and name what the guest's sideband does, and fails when they put a
 # sample on another process, name a kernel or user frame otherwise, leave a
-# program's user samples on no process, or are of other samples.
+# program's user samples on no process, are of other samples, or give a
+# program's process another parent or none.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/lib.sh"
 
@@ -36,6 +37,17 @@ script() {
 	sample workload "${place:-157}" 101.000000 "ffffffffa4c9a938 $ksym ([guest.kernel.kallsyms.113])" \
 		"7f878cb8d2ad write (/lib/x86_64-linux-gnu/libc.so.6)"
 }
+# tasks [PID:PPID]: the FORK records of the programs' processes as perf
+# script --show-task-events writes them, their parent 1 (PID's PPID).
+tasks() {
+	local pid ppid other=${1:-}
+	for pid in 157 158 161; do
+		ppid=1
+		[ "${other%%:*}" != "$pid" ] || ppid=${other#*:}
+		printf '            init %6d [000]     0.000000: PERF_RECORD_FORK(%d:%d):(%d:%d)\n' \
+			1 "$pid" "$pid" "$ppid" "$ppid"
+	done
+}
 # check NAME WANT: the check of truth-script.txt against perf-kvm-script.txt
 # in $tmp/NAME exits WANT (0 passes, 1 fails).
 check() {
@@ -49,13 +61,16 @@ check() {
 		fail=1
 	fi
 }
-# case NAME WANT HOST_SCRIPT_ARGS...: the host's output from script ARGS.
+# case NAME WANT HOST_SCRIPT_ARGS...: the host's output from script ARGS,
+# its FORK records from $host_tasks ("tasks" unless set).
 case_of() {
 	local name=$1 want=$2
 	shift 2
 	mkdir -p "$tmp/$name/agentless"
 	script >"$tmp/$name/agentless/truth-script.txt"
 	"$@" >"$tmp/$name/agentless/perf-kvm-script.txt"
+	tasks >"$tmp/$name/agentless/truth-tasks.txt"
+	${host_tasks:-tasks} >"$tmp/$name/agentless/tasks.txt"
 	check "$name" "$want"
 }
 fail=0
@@ -66,4 +81,7 @@ case_of kernel-symbol 1 script "" pipe_read
 case_of user-symbol 1 sh -c "$(declare -f sample script); script | sed 's/workload_loop/other_loop/'"
 case_of fewer-samples 1 sh -c "$(declare -f sample script); script | head -n 20"
 case_of no-samples 1 true
+host_tasks="tasks 158:1234" case_of other-parent 1 script
+no_fork() { tasks | grep -v "(161:"; }
+host_tasks=no_fork case_of no-fork 1 script
 exit $fail

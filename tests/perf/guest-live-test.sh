@@ -315,7 +315,7 @@ check_churn() {
 		if [ $rc -eq 0 ]; then
 			ok=$((ok + 1))
 			# init, cat and the two sleeps that stay.
-			grep -q "^ *1 *1 init " "$work/churn" && grep -q " cat " "$work/churn" &&
+			grep -q "^ *1 *1 *0 init " "$work/churn" && grep -q " cat " "$work/churn" &&
 				[ "$(grep -c ' sleep ' "$work/churn")" -ge 2 ] ||
 				bad "churn run $i: a list without init, cat or the sleeps: $(grep '^ ' "$work/churn" | head -c 600)"
 			! grep -q "no maps:" "$work/churn" || partial=$((partial + 1))
@@ -334,11 +334,12 @@ check_churn() {
 	[ "${last:-0}" -gt "${first:-0}" ] || bad "the guest started no process between the first list and the last"
 }
 # check_churn_sideband IMAGE: perf kvm tasks -o on that guest for 3 s: a
-# file perf reads back, with the processes that came and went written and
-# their page tables' times, which perf takes only if no two processes
-# share a page table at any time.
+# file perf reads back, with the processes that came and went written (a
+# FORK record for each new one, and its COMM; a COMM exec for one that
+# exec'd since a read saw it) and their page tables' times, which perf
+# takes only if no two processes share a page table at any time.
 check_churn_sideband() {
-	local image=$1 comms spaces
+	local image=$1 comms forks news spaces
 	if ! timeout 60 "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" -o "$work/churn.data" \
 		--interval 50 -- sleep 3 >/dev/null 2>"$work/churn-sideband.log" ||
 		! "$PERF" report -D -i "$work/churn.data" >"$work/churn.dump" 2>>"$work/churn-sideband.log" ||
@@ -347,10 +348,13 @@ check_churn_sideband() {
 		return
 	fi
 	comms=$(grep -c PERF_RECORD_COMM "$work/churn.dump")
+	news=$(grep -c "PERF_RECORD_COMM: " "$work/churn.dump")
+	forks=$(grep -c "PERF_RECORD_FORK(" "$work/churn.dump")
 	spaces=$(sed -n 's/^# guest address spaces: //p' "$work/churn.header")
-	say "perf kvm tasks -o on a guest starting processes all the time: $(grep -m1 reads "$work/churn-sideband.log" | sed 's/^perf kvm tasks: //'); $comms COMM records"
+	say "perf kvm tasks -o on a guest starting processes all the time: $(grep -m1 reads "$work/churn-sideband.log" | sed 's/^perf kvm tasks: //'); $forks FORK, $comms COMM records ($((comms - news)) exec)"
 	# init, sh, cat, the sleeps and busybox stay: 7, and the loops' processes.
 	[ "$comms" -gt 7 ] || bad "the sideband of a guest starting processes all the time has $comms COMM records"
+	[ "$forks" -eq "$news" ] || bad "the sideband of a guest starting processes all the time has $forks FORK records, $news COMM records of new processes"
 	[ "${spaces:-0}" -ge 7 ] || bad "the sideband of a guest starting processes all the time has ${spaces:-no} address spaces"
 }
 boot "$image" "Debian's stock kernel, starting processes all the time" churn

@@ -7,8 +7,9 @@ PROC holds the guest's /proc/PID/stat and maps lines (as for
 guest-tasks-compare.py), TASKS perf kvm tasks' list (its page tables),
 DUMP `perf report -D` of the sideband and HEADER `perf report
 --header-only -I` of it.  The guest ran the same processes all the time
-perf read it.  Each of its user processes must have one COMM record,
-with its pid and name, and an MMAP2 record for each of its executable
+perf read it.  Each of its user processes must have one FORK record, from
+its parent (its /proc/PID/stat's), and after it one COMM record, with its
+pid and name, and an MMAP2 record for each of its executable
 mappings (address, size, offset, file; //anon for one without a file,
 the vDSO), and nothing else; the header must give each of them one
 address space: its page table as perf kvm tasks lists it, seen its own
@@ -27,16 +28,23 @@ from importlib import import_module  # noqa: E402
 compare = import_module("guest-tasks-compare")
 
 COMM = re.compile(r"PERF_RECORD_COMM( exec)?: (.*):(\d+)/(\d+)$")
+FORK = re.compile(r"PERF_RECORD_FORK\((\d+):(\d+)\):\((\d+):(\d+)\)$")
 MMAP2 = re.compile(r"PERF_RECORD_MMAP2 (\d+)/(\d+): \[(0x[0-9a-f]+)\((0x[0-9a-f]+)\) @ "
                    r"(0x[0-9a-f]+|0) [^\]]*\]: (\S+) (.*)$")
 AS = re.compile(r"#   VM (\d+) pid (\d+) page table (0x[0-9a-f]+) from (\d+) to (\d+)$")
 
 
 def sideband(path):
-    """pid -> [comm names], pid -> set of maps, from perf report -D."""
-    comms, maps = {}, {}
+    """pid -> [comm names], pid -> set of maps, pid -> [parents' pids
+    of FORK records before its first COMM], from perf report -D."""
+    comms, maps, forks = {}, {}, {}
     for line in open(path, errors="replace"):
         line = line.rstrip("\n")
+        m = FORK.search(line)
+        if m:
+            if int(m.group(1)) not in comms:
+                forks.setdefault(int(m.group(1)), []).append(int(m.group(3)))
+            continue
         m = COMM.search(line)
         if m:
             comms.setdefault(int(m.group(3)), []).append(m.group(2))
@@ -46,7 +54,7 @@ def sideband(path):
             start, size = int(m.group(3), 16), int(m.group(4), 16)
             maps.setdefault(int(m.group(1)), []).append(
                 (start, start + size, int(m.group(5), 16), m.group(6), m.group(7)))
-    return comms, maps
+    return comms, maps, forks
 
 
 def guest_exec_maps(guest_maps, pid):
@@ -65,17 +73,21 @@ def address_spaces(path):
             for m in (AS.search(line.rstrip("\n")) for line in open(path)) if m]
 
 
-def differences(guest, guest_maps, perf, comms, maps, spaces, pti):
+def differences(guest, guest_maps, perf, records, spaces, pti):
+    comms, maps, forks = records
     bad = []
-    users = [p for p, (_, kthread) in guest.items() if not kthread]
+    users = [p for p, (_, kthread, _) in guest.items() if not kthread]
     for pid in users:
-        comm = guest[pid][0]
+        comm, _, ppid = guest[pid]
+        if forks.get(pid) != [ppid]:
+            bad.append(f"pid {pid} ({comm}): FORK records before its COMM from {forks.get(pid)}, "
+                       f"its parent {ppid}")
         if comms.get(pid) != [comm]:
             bad.append(f"pid {pid} ({comm}): COMM records {comms.get(pid)}")
         want, got = guest_exec_maps(guest_maps, pid), maps.get(pid, [])
         if sorted(want) != sorted(got):
             bad.append(f"pid {pid}: MMAP2 {sorted(got)[:2]}..., the guest's {sorted(want)[:2]}...")
-    for pid in sorted(set(comms) | set(maps)):
+    for pid in sorted(set(comms) | set(maps) | set(forks)):
         if pid not in users:
             bad.append(f"records of pid {pid}, which is no user process of the guest")
     by_pid = {}
@@ -97,14 +109,16 @@ def differences(guest, guest_maps, perf, comms, maps, spaces, pti):
 
 
 def main():
-    guest, guest_maps = compare.guest_processes(sys.argv[1])
+    _, guest_maps = compare.guest_processes(sys.argv[1])
+    guest = compare.guest_stats(sys.argv[1])
     perf, _ = compare.perf_tasks(sys.argv[2])
-    comms, maps = sideband(sys.argv[3])
+    comms, maps, forks = records = sideband(sys.argv[3])
     spaces = address_spaces(sys.argv[4])
     pti = sys.argv[5:] == ["pti"]
-    bad = differences(guest, guest_maps, perf, comms, maps, spaces, pti)
-    users = [p for p, (_, kthread) in guest.items() if not kthread]
+    bad = differences(guest, guest_maps, perf, records, spaces, pti)
+    users = [p for p, (_, kthread, _) in guest.items() if not kthread]
     print(f"    the guest's /proc: {len(users)} user processes; the sideband: "
+          f"{sum(len(f) for f in forks.values())} FORK, "
           f"{sum(len(c) for c in comms.values())} COMM, {sum(len(m) for m in maps.values())} "
           f"MMAP2, {len(spaces)} address spaces; {len(bad)} differences")
     for b in bad[:10]:

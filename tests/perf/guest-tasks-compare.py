@@ -6,8 +6,9 @@ Usage: guest-tasks-compare.py PROC TASKS
 PROC holds the guest's /proc/PID/stat lines, each after a "GUEST-STAT "
 tag, and its /proc/PID/maps lines, each after "GUEST-MAP PID "; TASKS is
 perf kvm tasks --maps' output.  Every process the guest listed must be in
-perf's list with its name, as its own thread group, with a page table if
-it is a user process and none if it is a kernel thread; each user
+perf's list with its name, as its own thread group, with its parent's
+pid, with a page table if it is a user process and none if it is a
+kernel thread; each user
 process's page table its own; and perf must list nothing the guest did
 not, but swapper/0 (pid 0, which /proc does not show) and kworkers, which
 come and go while the guest idles.  Each user process's maps must be the
@@ -26,17 +27,28 @@ MIN_USER = 7
 def guest_processes(path):
     """pid -> (comm, is a kernel thread), and pid -> maps, from /proc."""
     procs, maps = {}, {}
+    for pid, (comm, kthread, _) in guest_stats(path).items():
+        procs[pid] = (comm, kthread)
     for line in open(path, errors="replace"):
         tag, rest = line.rstrip("\n").split(" ", 1)
         if tag == "GUEST-MAP":
             pid, rest = rest.split(" ", 1)
             maps.setdefault(int(pid), []).append(proc_map(rest))
+    return procs, maps
+
+
+def guest_stats(path):
+    """pid -> (comm, is a kernel thread, parent's pid), from /proc/PID/stat."""
+    procs = {}
+    for line in open(path, errors="replace"):
+        tag, rest = line.rstrip("\n").split(" ", 1)
+        if tag == "GUEST-MAP":
             continue
         pid, rest = rest.split(" (", 1)
         comm, rest = rest.rsplit(") ", 1)
-        flags = int(rest.split()[6])
-        procs[int(pid)] = (comm, bool(flags & PF_KTHREAD))
-    return procs, maps
+        fields = rest.split()
+        procs[int(pid)] = (comm, bool(int(fields[6]) & PF_KTHREAD), int(fields[1]))
+    return procs
 
 
 def proc_map(line):
@@ -47,15 +59,16 @@ def proc_map(line):
 
 
 def perf_tasks(path):
-    """pid -> (tgid, comm, page table), and pid -> maps, from perf kvm tasks."""
+    """pid -> (tgid, comm, page table, parent's pid), and pid -> maps, from
+    perf kvm tasks."""
     tasks, maps, pid = {}, {}, None
     for line in list(open(path, errors="replace"))[1:]:
         if line.startswith("\t"):
             maps.setdefault(pid, []).append(perf_map(line.strip()))
             continue
-        pid, tgid, comm, pgd = line[:7], line[8:15], line[16:32], line[33:]
+        pid, tgid, ppid, comm, pgd = line[:7], line[8:15], line[16:23], line[24:40], line[41:]
         pid = int(pid)
-        tasks[pid] = (int(tgid), comm.rstrip(), int(pgd, 16))
+        tasks[pid] = (int(tgid), comm.rstrip(), int(pgd, 16), int(ppid))
     return tasks, maps
 
 
@@ -90,23 +103,25 @@ def map_differences(guest_maps, perf_maps, users):
 
 def differences(guest, perf):
     bad = []
-    for pid, (comm, kthread) in sorted(guest.items()):
+    for pid, (comm, kthread, ppid) in sorted(guest.items()):
         if pid not in perf:
             if not comm.startswith("kworker/"):
                 bad.append(f"pid {pid} ({comm}) is not in perf's list")
             continue
-        tgid, name, pgd = perf[pid]
+        tgid, name, pgd, parent = perf[pid]
         if not same_name(comm, name):
             bad.append(f"pid {pid}: perf says {name!r}, the guest {comm!r}")
         if tgid != pid:
             bad.append(f"pid {pid}: thread group {tgid}, not its own")
+        if parent != ppid:
+            bad.append(f"pid {pid} ({comm}): parent {parent}, the guest's {ppid}")
         if kthread != (pgd == 0):
             what = "kernel thread" if kthread else "user process"
             bad.append(f"pid {pid} ({comm}): page table {pgd:#x} for a {what}")
-    for pid, (_, name, _) in sorted(perf.items()):
+    for pid, (_, name, _, _) in sorted(perf.items()):
         if pid and pid not in guest and not name.startswith("kworker/"):
             bad.append(f"perf lists pid {pid} ({name}), the guest did not")
-    users = [p for p, (_, kthread) in guest.items() if not kthread and p in perf]
+    users = [p for p, (_, kthread, _) in guest.items() if not kthread and p in perf]
     pgds = [perf[p][2] for p in users]
     if len(set(pgds)) != len(pgds):
         bad.append("two user processes with the same page table")
@@ -121,7 +136,8 @@ def main():
     guest, guest_maps = guest_processes(sys.argv[1])
     perf, perf_maps = perf_tasks(sys.argv[2])
     users = [p for p, (_, kthread) in guest.items() if not kthread and p in perf]
-    bad = differences(guest, perf) + map_differences(guest_maps, perf_maps, users)
+    bad = differences(guest_stats(sys.argv[1]), perf) + \
+        map_differences(guest_maps, perf_maps, users)
     print(f"    the guest's /proc: {len(guest)} processes ({len(users)} user processes, "
           f"{sum(len(m) for m in guest_maps.values())} maps); perf kvm tasks: {len(perf)} "
           f"({sum(len(m) for m in perf_maps.values())} maps); {len(bad)} differences")
