@@ -31,6 +31,9 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+# perf kvm tasks -o puts the guest's vDSO into a build-id cache of our own
+# ($HOME/.debug).
+export HOME=$work/home
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
@@ -161,30 +164,41 @@ check_tasks() {
 }
 
 # check_sideband IMAGE [pti]: perf kvm tasks -o, reading the guest for 2 s,
-# writes a guest sideband with the guest's user processes (COMM), their
-# executable mappings (MMAP2) and, in its header, the times each
+# writes a guest sideband with the guest's user processes (FORK, COMM),
+# their executable mappings (MMAP2; the vDSO's with the build-id of its
+# image, which goes into the build-id cache, one of our own here) and, in
+# its header, the times each
 # process's page table was seen its own: perf's own dump of the file
 # against the guest's /proc and perf kvm tasks' page tables
 # (tests/perf/guest-sideband-compare.py); with pti, a guest booted with
 # pti=on: two page tables per process, the second where its user space
 # runs.
 check_sideband() {
-	local image=$1 pti=${2:-}
-	rm -f "$work/guest.data"
+	local image=$1 pti=${2:-} vdso
+	rm -rf "$work/guest.data" "$HOME"
 	if ! "$PERF" kvm tasks --image "$image" --qmp "$work/qmp" -o "$work/guest.data" \
 		--interval 100 -- sleep 2 >"$work/sideband.out" 2>"$work/sideband.log"; then
 		bad "perf kvm tasks -o failed: $(tail -n 3 "$work/sideband.log")"
 		return
 	fi
-	say "perf kvm tasks -o: $(tail -n 1 "$work/sideband.log")"
+	say "perf kvm tasks -o: $(sed -n 's/^perf kvm tasks: //p' "$work/sideband.log" | paste -sd ';')"
 	[ ! -s "$work/sideband.out" ] || bad "perf kvm tasks -o printed on its output: $(head -n 2 "$work/sideband.out")"
 	if ! "$PERF" report -D -i "$work/guest.data" >"$work/sideband.dump" 2>"$work/sideband.dump.log" ||
 		! "$PERF" report --header-only -I -i "$work/guest.data" >"$work/sideband.header" 2>>"$work/sideband.dump.log"; then
 		bad "perf report can't read perf kvm tasks -o's file: $(tail -n 3 "$work/sideband.dump.log")"
 		return
 	fi
+	# The vDSO image in the cache: its build-id, as perf reads it.
+	vdso=$(find "$HOME/.debug/[vdso]" -name vdso 2>/dev/null | head -n 1)
+	if [ -z "$vdso" ]; then
+		bad "perf kvm tasks -o put no vDSO into the build-id cache: $(ls "$HOME/.debug" 2>&1 | head -c 200)"
+		vdso=none
+	else
+		vdso=$("$PERF" buildid-list -i "$vdso" 2>/dev/null | awk '{ print $1; exit }')
+		say "the guest's vDSO in the build-id cache: ${vdso:-no build-id}"
+	fi
 	python3 "$TOP/tests/perf/guest-sideband-compare.py" "$work/proc" "$work/tasks" \
-		"$work/sideband.dump" "$work/sideband.header" $pti || fail=1
+		"$work/sideband.dump" "$work/sideband.header" "${vdso:-none}" $pti || fail=1
 	check_inject
 }
 

@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Compare the guest sideband `perf kvm tasks -o` wrote with the guest's /proc.
 
-Usage: guest-sideband-compare.py PROC TASKS DUMP HEADER [pti]
+Usage: guest-sideband-compare.py PROC TASKS DUMP HEADER VDSO [pti]
 
 PROC holds the guest's /proc/PID/stat and maps lines (as for
 guest-tasks-compare.py), TASKS perf kvm tasks' list (its page tables),
 DUMP `perf report -D` of the sideband and HEADER `perf report
---header-only -I` of it.  The guest ran the same processes all the time
+--header-only -I` of it, VDSO the build-id of the guest's vDSO image
+(perf buildid-list of the one perf put in the build-id cache).  The
+guest ran the same processes all the time
 perf read it.  Each of its user processes must have one FORK record, from
 its parent (its /proc/PID/stat's), and after it one COMM record, with its
 pid and name, and an MMAP2 record for each of its executable
-mappings (address, size, offset, file; //anon for one without a file,
-the vDSO), and nothing else; the header must give each of them one
+mappings (address, size, offset, file; [vdso] with the build-id of the
+guest's vDSO image, //anon for one without a file), and nothing else;
+the header must give each of them one
 address space: its page table as perf kvm tasks lists it, seen its own
 from the first read to the last, the same two times for all of them
 (with "pti", a guest that isolates its page tables: two, that page
@@ -31,6 +34,7 @@ COMM = re.compile(r"PERF_RECORD_COMM( exec)?: (.*):(\d+)/(\d+)$")
 FORK = re.compile(r"PERF_RECORD_FORK\((\d+):(\d+)\):\((\d+):(\d+)\)$")
 MMAP2 = re.compile(r"PERF_RECORD_MMAP2 (\d+)/(\d+): \[(0x[0-9a-f]+)\((0x[0-9a-f]+)\) @ "
                    r"(0x[0-9a-f]+|0) [^\]]*\]: (\S+) (.*)$")
+BUILD_ID = re.compile(r" <([0-9a-f]+)>\]: ")
 AS = re.compile(r"#   VM (\d+) pid (\d+) page table (0x[0-9a-f]+) from (\d+) to (\d+)$")
 
 
@@ -52,19 +56,27 @@ def sideband(path):
         m = MMAP2.search(line)
         if m:
             start, size = int(m.group(3), 16), int(m.group(4), 16)
+            name = m.group(7)
+            if name == "[vdso]":
+                bid = BUILD_ID.search(line)
+                name += " <%s>" % (bid.group(1) if bid else "no build-id")
             maps.setdefault(int(m.group(1)), []).append(
-                (start, start + size, int(m.group(5), 16), m.group(6), m.group(7)))
+                (start, start + size, int(m.group(5), 16), m.group(6), name))
     return comms, maps, forks
 
 
-def guest_exec_maps(guest_maps, pid):
-    """The executable maps of pid, as the sideband's MMAP2 records give them."""
+def guest_exec_maps(guest_maps, pid, vdso):
+    """The executable maps of pid, as the sideband's MMAP2 records give them
+    ([vdso] with build-id vdso)."""
     want = []
     for rng, perms, offset, path in guest_maps.get(pid, []):
         if "x" not in perms:
             continue
         start, end = (int(x, 16) for x in rng.split("-"))
-        want.append((start, end, int(offset, 16) if path else 0, perms, path or "//anon"))
+        if path == "[vdso]":
+            path = "[vdso] <%s>" % vdso
+        want.append((start, end, int(offset, 16) if path.startswith("/") else 0, perms,
+                     path or "//anon"))
     return want
 
 
@@ -73,7 +85,7 @@ def address_spaces(path):
             for m in (AS.search(line.rstrip("\n")) for line in open(path)) if m]
 
 
-def differences(guest, guest_maps, perf, records, spaces, pti):
+def differences(guest, guest_maps, perf, records, spaces, pti, vdso):
     comms, maps, forks = records
     bad = []
     users = [p for p, (_, kthread, _) in guest.items() if not kthread]
@@ -84,7 +96,7 @@ def differences(guest, guest_maps, perf, records, spaces, pti):
                        f"its parent {ppid}")
         if comms.get(pid) != [comm]:
             bad.append(f"pid {pid} ({comm}): COMM records {comms.get(pid)}")
-        want, got = guest_exec_maps(guest_maps, pid), maps.get(pid, [])
+        want, got = guest_exec_maps(guest_maps, pid, vdso), maps.get(pid, [])
         if sorted(want) != sorted(got):
             bad.append(f"pid {pid}: MMAP2 {sorted(got)[:2]}..., the guest's {sorted(want)[:2]}...")
     for pid in sorted(set(comms) | set(maps) | set(forks)):
@@ -114,8 +126,8 @@ def main():
     perf, _ = compare.perf_tasks(sys.argv[2])
     comms, maps, forks = records = sideband(sys.argv[3])
     spaces = address_spaces(sys.argv[4])
-    pti = sys.argv[5:] == ["pti"]
-    bad = differences(guest, guest_maps, perf, records, spaces, pti)
+    pti = sys.argv[6:] == ["pti"]
+    bad = differences(guest, guest_maps, perf, records, spaces, pti, sys.argv[5])
     users = [p for p, (_, kthread, _) in guest.items() if not kthread]
     print(f"    the guest's /proc: {len(users)} user processes; the sideband: "
           f"{sum(len(f) for f in forks.values())} FORK, "

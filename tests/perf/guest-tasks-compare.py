@@ -12,7 +12,7 @@ kernel thread; each user
 process's page table its own; and perf must list nothing the guest did
 not, but swapper/0 (pid 0, which /proc does not show) and kworkers, which
 come and go while the guest idles.  Each user process's maps must be the
-guest's: addresses, permissions, offset and file.  Exit 1 on any
+guest's: addresses, permissions, offset and file (or [vdso]).  Exit 1 on any
 difference, printing the first ten.
 """
 import sys
@@ -52,9 +52,11 @@ def guest_stats(path):
 
 
 def proc_map(line):
-    """(range, perms, offset, file) of a /proc/PID/maps line; no [heap] and such."""
+    """(range, perms, offset, file) of a /proc/PID/maps line: a file, or
+    [vdso]; no [heap] and such."""
     fields = line.split(None, 5)
-    path = fields[5] if len(fields) > 5 and fields[5].startswith("/") else ""
+    path = fields[5] if len(fields) > 5 and (fields[5].startswith("/") or
+                                              fields[5] == "[vdso]") else ""
     return (fields[0], fields[1], fields[2], path)
 
 
