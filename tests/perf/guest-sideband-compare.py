@@ -121,8 +121,7 @@ def differences(guest, guest_maps, perf, records, spaces, pti, vdso):
 
 
 def main():
-    _, guest_maps = compare.guest_processes(sys.argv[1])
-    guest = compare.guest_stats(sys.argv[1])
+    guest, guest_maps = compare.guest_processes(sys.argv[1])
     perf, _ = compare.perf_tasks(sys.argv[2])
     comms, maps, forks = records = sideband(sys.argv[3])
     spaces = address_spaces(sys.argv[4])

@@ -25,30 +25,20 @@ MIN_USER = 7
 
 
 def guest_processes(path):
-    """pid -> (comm, is a kernel thread), and pid -> maps, from /proc."""
+    """pid -> (comm, is a kernel thread, parent's pid), and pid -> maps,
+    from /proc."""
     procs, maps = {}, {}
-    for pid, (comm, kthread, _) in guest_stats(path).items():
-        procs[pid] = (comm, kthread)
     for line in open(path, errors="replace"):
         tag, rest = line.rstrip("\n").split(" ", 1)
         if tag == "GUEST-MAP":
             pid, rest = rest.split(" ", 1)
             maps.setdefault(int(pid), []).append(proc_map(rest))
-    return procs, maps
-
-
-def guest_stats(path):
-    """pid -> (comm, is a kernel thread, parent's pid), from /proc/PID/stat."""
-    procs = {}
-    for line in open(path, errors="replace"):
-        tag, rest = line.rstrip("\n").split(" ", 1)
-        if tag == "GUEST-MAP":
             continue
         pid, rest = rest.split(" (", 1)
         comm, rest = rest.rsplit(") ", 1)
         fields = rest.split()
         procs[int(pid)] = (comm, bool(int(fields[6]) & PF_KTHREAD), int(fields[1]))
-    return procs
+    return procs, maps
 
 
 def proc_map(line):
@@ -137,9 +127,8 @@ def differences(guest, perf):
 def main():
     guest, guest_maps = guest_processes(sys.argv[1])
     perf, perf_maps = perf_tasks(sys.argv[2])
-    users = [p for p, (_, kthread) in guest.items() if not kthread and p in perf]
-    bad = differences(guest_stats(sys.argv[1]), perf) + \
-        map_differences(guest_maps, perf_maps, users)
+    users = [p for p, (_, kthread, _) in guest.items() if not kthread and p in perf]
+    bad = differences(guest, perf) + map_differences(guest_maps, perf_maps, users)
     print(f"    the guest's /proc: {len(guest)} processes ({len(users)} user processes, "
           f"{sum(len(m) for m in guest_maps.values())} maps); perf kvm tasks: {len(perf)} "
           f"({sum(len(m) for m in perf_maps.values())} maps); {len(bad)} differences")
